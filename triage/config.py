@@ -1,0 +1,27 @@
+"""Triage settings that change answers: which resources are GPUs, which score policy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+DEFAULT_GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu")
+# HAMi's sharing resources: kube-scheduler ignores them, only HAMi's filter checks them.
+HAMI_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage")
+POLICIES = ("binpack", "spread")
+
+
+@dataclass(frozen=True)
+class TriageConfig:
+    gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
+    node_policy: str = "binpack"
+
+    def is_gpu_resource(self, name: str) -> bool:
+        """A schedulable GPU resource (counted by kube-scheduler), glob patterns allowed."""
+        return any(fnmatchcase(name, pattern) for pattern in self.gpu_resources)
+
+    def is_gpu_related(self, name: str) -> bool:
+        return self.is_gpu_resource(name) or name in HAMI_RESOURCES
+
+
+DEFAULT_CONFIG = TriageConfig()

@@ -1,0 +1,176 @@
+"""A Snapshot: the cluster as plain Kubernetes JSON dicts, as `kubectl get -o json` prints it.
+
+Built from a dump directory (``Snapshot.from_dir``) or from the live API
+(``triage.cluster``); both give the same dicts, so both give the same Verdict.
+Indexes are built once per Snapshot, so one triage never rescans every pod.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+K8sObject = dict[str, Any]
+
+# file name -> Snapshot attribute; the dump format of `gpuwhy snapshot` and of the scenarios
+DUMP_FILES: dict[str, str] = {
+    "nodes.json": "nodes",
+    "pods.json": "pods",
+    "events.json": "events",
+    "resourcequotas.json": "resourcequotas",
+    "runtimeclasses.json": "runtimeclasses",
+    "workloads.json": "workloads",
+}
+
+WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class SnapshotError(Exception):
+    """A dump directory that cannot be read; the message names the file."""
+
+
+def is_terminated(pod: Mapping[str, Any]) -> bool:
+    """Succeeded and Failed pods hold no resources; Pending and Terminating ones do."""
+    return pod.get("status", {}).get("phase") in TERMINAL_PHASES
+
+
+def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata", {})
+    return meta.get("namespace", "") or "", meta.get("name", "") or ""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    nodes: list[K8sObject] = field(default_factory=list)
+    pods: list[K8sObject] = field(default_factory=list)
+    events: list[K8sObject] = field(default_factory=list)
+    resourcequotas: list[K8sObject] = field(default_factory=list)
+    runtimeclasses: list[K8sObject] = field(default_factory=list)
+    workloads: list[K8sObject] = field(default_factory=list)
+    cluster: str = ""
+
+    # -- reading and writing dump directories ---------------------------------------
+
+    @classmethod
+    def from_dir(cls, path: str | Path, cluster: str = "") -> Snapshot:
+        directory = Path(path)
+        if not directory.is_dir():
+            raise SnapshotError(f"{directory}: not a directory")
+        lists: dict[str, list[K8sObject]] = {}
+        for filename, attribute in DUMP_FILES.items():
+            lists[attribute] = _read_list(directory / filename)
+        return cls(**lists, cluster=cluster or directory.name)
+
+    def to_dir(self, path: str | Path) -> None:
+        directory = Path(path)
+        directory.mkdir(parents=True, exist_ok=True)
+        for filename, attribute in DUMP_FILES.items():
+            document = {"apiVersion": "v1", "kind": "List", "items": getattr(self, attribute),
+                        "metadata": {"resourceVersion": ""}}
+            (directory / filename).write_text(json.dumps(document, indent=4) + "\n")
+
+    # -- indexes, built once ----------------------------------------------------------
+
+    @cached_property
+    def _pods_by_key(self) -> dict[tuple[str, str], K8sObject]:
+        return {object_key(pod): pod for pod in self.pods}
+
+    @cached_property
+    def _pods_by_node(self) -> dict[str, list[K8sObject]]:
+        index: dict[str, list[K8sObject]] = defaultdict(list)
+        for pod in self.pods:
+            node_name = pod.get("spec", {}).get("nodeName")
+            if node_name:
+                index[node_name].append(pod)
+        return index
+
+    @cached_property
+    def _events_by_object(self) -> dict[tuple[str, str, str], list[K8sObject]]:
+        index: dict[tuple[str, str, str], list[K8sObject]] = defaultdict(list)
+        for event in self.events:
+            involved = event.get("involvedObject") or event.get("regarding") or {}
+            key = (involved.get("kind", ""), involved.get("namespace", "") or "",
+                   involved.get("name", ""))
+            index[key].append(event)
+        return index
+
+    @cached_property
+    def _workloads_by_key(self) -> dict[tuple[str, str, str], K8sObject]:
+        return {(w.get("kind", ""), *object_key(w)): w for w in self.workloads}
+
+    @cached_property
+    def _children_by_owner_uid(self) -> dict[str, list[K8sObject]]:
+        index: dict[str, list[K8sObject]] = defaultdict(list)
+        for obj in (*self.workloads, *self.pods):
+            for owner in obj.get("metadata", {}).get("ownerReferences", []) or []:
+                index[owner.get("uid", "")].append(obj)
+        return index
+
+    @cached_property
+    def _nodes_by_name(self) -> dict[str, K8sObject]:
+        return {node["metadata"]["name"]: node for node in self.nodes}
+
+    # -- lookups --------------------------------------------------------------------
+
+    def pod(self, namespace: str, name: str) -> K8sObject | None:
+        return self._pods_by_key.get((namespace, name))
+
+    def node(self, name: str) -> K8sObject | None:
+        return self._nodes_by_name.get(name)
+
+    def pods_on(self, node_name: str) -> list[K8sObject]:
+        """Every pod bound to the node, terminated ones included (callers filter)."""
+        return self._pods_by_node.get(node_name, [])
+
+    def events_for(self, kind: str, namespace: str, name: str) -> list[K8sObject]:
+        """Events about one object, newest first (see ``event_time``)."""
+        return sorted(self._events_by_object.get((kind, namespace, name), []),
+                      key=event_time, reverse=True)
+
+    def workload(self, kind: str, namespace: str, name: str) -> K8sObject | None:
+        return self._workloads_by_key.get((kind, namespace, name))
+
+    def children(self, owner: Mapping[str, Any]) -> list[K8sObject]:
+        """Workloads and pods whose ownerReferences name this object."""
+        uid = owner.get("metadata", {}).get("uid", "")
+        return self._children_by_owner_uid.get(uid, []) if uid else []
+
+    def namespace_objects(self, objects: Iterable[K8sObject], namespace: str) -> list[K8sObject]:
+        return [o for o in objects if o.get("metadata", {}).get("namespace") == namespace]
+
+
+def event_time(event: Mapping[str, Any]) -> str:
+    """The newest of eventTime, lastTimestamp, firstTimestamp, creationTimestamp.
+
+    Scheduler events written through events.k8s.io/v1 carry only eventTime; sorting on
+    lastTimestamp alone would lose them. RFC 3339 strings in UTC compare as text once the
+    fractional part is cut.
+    """
+    stamps = (event.get("eventTime"), event.get("lastTimestamp"),
+              (event.get("series") or {}).get("lastObservedTime"),
+              event.get("firstTimestamp"), event.get("metadata", {}).get("creationTimestamp"))
+    return max((str(s)[:19] for s in stamps if s), default="")
+
+
+def _read_list(path: Path) -> list[K8sObject]:
+    if not path.exists():
+        return []
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SnapshotError(f"{path}: cannot read: {exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        raise SnapshotError(f"{path}: not a Kubernetes List (expected kind: List with items)")
+    items = document["items"]
+    for position, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
+            raise SnapshotError(f"{path}: item {position} is not a Kubernetes object")
+    return items

@@ -1,0 +1,72 @@
+"""The Verdict: plain, JSON-serialisable data. It is what gets rendered and stored."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class Evidence:
+    object: str  # e.g. "Node/gpu-a10-full", "ResourceQuota ml/gpu-quota"
+    field: str  # e.g. "status.allocatable[nvidia.com/gpu]"
+    value: str
+
+
+@dataclass
+class Device:
+    """One GPU on a node, as the "show devices" table lists it."""
+
+    uuid: str
+    index: int
+    type: str
+    memory_used: int | None = None  # MiB
+    memory_total: int | None = None  # MiB
+    cores_used: int | None = None  # percent of a card
+    cores_total: int | None = None
+    numa: int | None = None
+    healthy: bool = True
+    holders: list[str] = field(default_factory=list)  # "ns/pod"
+    code: str | None = None  # this pod's HAMi code on the device; None when it fits
+
+
+@dataclass
+class NodeReport:
+    name: str
+    outcome: str  # a funnel cause word, a HAMi node reason, "node unregistered" or "fit"
+    detail: str = ""
+    score: float | None = None
+    devices: list[Device] = field(default_factory=list)
+
+
+@dataclass
+class Verdict:
+    ref: str  # "ns/name" as resolved
+    cause: str
+    action: str
+    kind: str = "Pod"  # what the ref resolved to: Pod, Job, Deployment, ...
+    evidence: list[Evidence] = field(default_factory=list)
+    nodes: list[NodeReport] = field(default_factory=list)
+    node_summary: str = ""
+    scheduler_message: str | None = None
+    resource: str | None = None
+    request: int | None = None
+    pods: list[str] = field(default_factory=list)  # pods sharing this answer (workloads)
+    pods_total: int = 0
+    score_source: str | None = None  # "scheduler" or "gpuwhy"
+    score_policy: str | None = None  # "binpack" or "spread"
+    scheduler_summary: str | None = None  # HAMi proposal line: "find fit node(...)..."
+    error: str | None = None  # a cluster read failure, in one sentence
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        fields = dict(data)
+        fields["evidence"] = [Evidence(**e) for e in data.get("evidence", [])]
+        fields["nodes"] = [
+            NodeReport(**{**n, "devices": [Device(**d) for d in n.get("devices", [])]})
+            for n in data.get("nodes", [])
+        ]
+        return cls(**fields)
