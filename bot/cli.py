@@ -11,6 +11,7 @@ from collections.abc import Sequence
 # Modules with a ``register(subparsers)`` function; each sets ``func(args) -> int``.
 COMMAND_MODULES = (
     "bot.cli_triage",
+    "bot.cli_store",
 )
 
 

@@ -11,6 +11,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ DUMP_FILES: dict[str, str] = {
     "workloads.json": "workloads",
 }
 
-WORKLOAD_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+# In the order a bare name is resolved: the object a person most likely created first.
+WORKLOAD_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
@@ -91,6 +93,18 @@ class Snapshot:
         return index
 
     @cached_property
+    def _pods_by_namespace(self) -> dict[str, list[K8sObject]]:
+        index: dict[str, list[K8sObject]] = defaultdict(list)
+        for pod in self.pods:
+            index[object_key(pod)[0]].append(pod)
+        return index
+
+    @cached_property
+    def _requested_by_node(self) -> dict[str, dict[str, Decimal]]:
+        # Filled lazily per node by ``requested_on``; only nodes a triage looks at are summed.
+        return {}
+
+    @cached_property
     def _events_by_object(self) -> dict[tuple[str, str, str], list[K8sObject]]:
         index: dict[tuple[str, str, str], list[K8sObject]] = defaultdict(list)
         for event in self.events:
@@ -128,6 +142,17 @@ class Snapshot:
         """Every pod bound to the node, terminated ones included (callers filter)."""
         return self._pods_by_node.get(node_name, [])
 
+    def pods_in(self, namespace: str) -> list[K8sObject]:
+        return self._pods_by_namespace.get(namespace, [])
+
+    def requested_on(self, node_name: str) -> dict[str, Decimal]:
+        """Sum of effective requests per resource over the node's non-terminated pods."""
+        cached = self._requested_by_node.get(node_name)
+        if cached is None:
+            cached = sum_requests(p for p in self.pods_on(node_name) if not is_terminated(p))
+            self._requested_by_node[node_name] = cached
+        return cached
+
     def events_for(self, kind: str, namespace: str, name: str) -> list[K8sObject]:
         """Events about one object, newest first (see ``event_time``)."""
         return sorted(self._events_by_object.get((kind, namespace, name), []),
@@ -156,6 +181,21 @@ def event_time(event: Mapping[str, Any]) -> str:
               (event.get("series") or {}).get("lastObservedTime"),
               event.get("firstTimestamp"), event.get("metadata", {}).get("creationTimestamp"))
     return max((str(s)[:19] for s in stamps if s), default="")
+
+
+def sum_requests(pods: Iterable[K8sObject]) -> dict[str, Decimal]:
+    # Imported here: triage.pods imports this module for is_terminated.
+    from triage.pods import effective_request, resource_names
+
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    count = 0
+    for pod in pods:
+        count += 1
+        spec = pod.get("spec", {})
+        for name in resource_names(spec):
+            totals[name] += effective_request(spec, name)
+    totals["pods"] = Decimal(count)
+    return dict(totals)
 
 
 def _read_list(path: Path) -> list[K8sObject]:

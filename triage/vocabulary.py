@@ -36,7 +36,9 @@ class CauseInfo:
     next_action: str
 
 
-# In check order: the first that holds is the answer.
+# In check order: the first that holds is the answer. Each check also has a precondition
+# (pod absent / present / unbound / bound), so node-runtime-error is tried before the
+# bound-pod fallback `scheduled`.
 CAUSES: tuple[CauseInfo, ...] = (
     CauseInfo(Cause.QUOTA_EXCEEDED, "🔒", "pod rejected at creation by a ResourceQuota",
               "raise the quota or free usage"),
@@ -62,10 +64,10 @@ CAUSES: tuple[CauseInfo, ...] = (
               "fix what the scheduler names"),
     CauseInfo(Cause.SCHEDULER_UNAVAILABLE, "📭", "GPU-wise a node fits, but no scheduler spoke",
               "start the scheduler named in spec.schedulerName, or fix the name"),
-    CauseInfo(Cause.SCHEDULED, "✅", "bound to a node; nothing wrong at scheduling level",
-              "nothing to do at scheduling level; check the pod's logs"),
     CauseInfo(Cause.NODE_RUNTIME_ERROR, "💥", "bound, but the node failed to start it",
               "repair the node's runtime / device plugin, then recreate the pod"),
+    CauseInfo(Cause.SCHEDULED, "✅", "bound to a node; nothing wrong at scheduling level",
+              "nothing to do at scheduling level; check the pod's logs"),
     CauseInfo(Cause.POD_NOT_FOUND, "🔍", "no pod and no admission evidence",
               "check the name and namespace"),
 )

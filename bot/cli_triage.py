@@ -1,0 +1,103 @@
+"""`gpuwhy triage` and `gpuwhy demo`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from bot.render import render_text
+from bot.sources import SnapshotSource, TriageSource
+from scoring.summary import log_lines
+from triage.errors import ClusterError
+from triage.refs import RefError, parse_ref
+from triage.snapshot import SnapshotError
+from triage.verdict import Verdict
+
+EXIT_OK, EXIT_USAGE, EXIT_UNREADABLE = 0, 2, 3
+log = logging.getLogger("gpuwhy")
+
+
+def register(subparsers: Any) -> None:
+    triage_parser = subparsers.add_parser(
+        "triage", help="answer why a pod (or workload) is not running",
+        description="Answer with one cause word, the next action and the evidence.")
+    triage_parser.add_argument("ref", metavar="NS/NAME",
+                               help="pod or workload: ns/name, or 'ns name'")
+    triage_parser.add_argument("name", nargs="?", help=argparse.SUPPRESS)
+    triage_parser.add_argument("--snapshot", metavar="DIR",
+                               help="read a dump directory instead of the live cluster")
+    triage_parser.add_argument("--format", choices=("text", "json"), default="text")
+    triage_parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl)")
+    triage_parser.add_argument("--context", help="kubeconfig context")
+    triage_parser.set_defaults(func=run_triage)
+
+    demo_parser = subparsers.add_parser(
+        "demo", help="answer for every pod of the bundled demo cluster")
+    demo_parser.add_argument("--blocks", action="store_true",
+                             help="also print the Slack Block Kit JSON of one answer")
+    demo_parser.set_defaults(func=run_demo)
+
+
+def run_triage(args: argparse.Namespace) -> int:
+    text = args.ref if args.name is None else f"{args.ref} {args.name}"
+    try:
+        ref = parse_ref(text)
+    except RefError as exc:
+        return _fail(str(exc).replace("/gpuwhy", "gpuwhy triage"), EXIT_USAGE)
+    try:
+        source = _source(args)
+        verdict = source.triage(ref)
+    except (SnapshotError, ClusterError) as exc:
+        return _fail(str(exc), EXIT_UNREADABLE)
+    _log_nodes(verdict)
+    if args.format == "json":
+        print(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(render_text(verdict), end="")
+    return EXIT_OK
+
+
+def _source(args: argparse.Namespace) -> TriageSource:
+    if args.snapshot:
+        return SnapshotSource(args.snapshot)
+    from bot.sources import LiveSource
+
+    return LiveSource(kubeconfig=args.kubeconfig, context=args.context)
+
+
+def demo_directory() -> Path:
+    return Path(str(resources.files("examples") / "seven-states"))
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    directory = demo_directory()
+    source = SnapshotSource(directory)
+    expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
+    print(f"gpuwhy demo: the recorded cluster '{source.cluster}' ({directory})\n")
+    verdicts = []
+    for text in expected:
+        verdict = source.triage(parse_ref(text))
+        verdicts.append(verdict)
+        _log_nodes(verdict)
+        print(render_text(verdict))
+    if args.blocks:
+        from bot.blocks import verdict_blocks
+
+        print(json.dumps(verdict_blocks(verdicts[0]), indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _log_nodes(verdict: Verdict) -> None:
+    for level, line in log_lines(verdict.ref, verdict.nodes):
+        log.log(level, line)
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"gpuwhy: {message}", file=sys.stderr)
+    return code
+

@@ -1,0 +1,52 @@
+"""Verdicts to text through Jinja templates. Templates render; they do not decide."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from triage.verdict import Verdict
+from triage.vocabulary import CAUSE_INFO, Cause
+
+
+@cache
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("templates", ""),
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["tojson_compact"] = lambda value: json.dumps(value, ensure_ascii=False)
+    return env
+
+
+def cause_emoji(cause: str) -> str:
+    try:
+        return CAUSE_INFO[Cause(cause)].emoji
+    except ValueError:
+        return "❓"
+
+
+def verdict_context(verdict: Verdict) -> dict[str, Any]:
+    """What every answer template gets: the verdict plus its headline parts."""
+    kind = f" ({verdict.kind})" if verdict.kind != "Pod" else ""
+    sharing = ""
+    if verdict.kind != "Pod" and verdict.pods_total > 1:
+        sharing = f"{len(verdict.pods)} of its {verdict.pods_total} pods share this answer"
+    return {
+        "v": verdict,
+        "emoji": cause_emoji(verdict.cause),
+        "headline": f"{verdict.cause} — {verdict.ref}{kind}",
+        "sharing": sharing,
+        "scheduler_line": " ".join((verdict.scheduler_message or "").split()),
+    }
+
+
+def render_text(verdict: Verdict) -> str:
+    return environment().get_template("answer.txt.j2").render(**verdict_context(verdict))

@@ -1,0 +1,50 @@
+"""Shared fixtures: recorded clusters as JSON, loaded fresh for each test."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from triage.snapshot import DUMP_FILES, Snapshot
+
+SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
+SCENARIO_NAMES = sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir())
+
+
+def load_lists(name: str) -> dict[str, list[dict[str, Any]]]:
+    """A scenario's objects as the API server returned them, one list per dump file."""
+    lists = {}
+    for filename, attribute in DUMP_FILES.items():
+        path = SCENARIOS / name / filename
+        lists[attribute] = json.loads(path.read_text())["items"] if path.exists() else []
+    return copy.deepcopy(lists)
+
+
+def find(items: list[dict[str, Any]], name: str, namespace: str | None = None) -> dict[str, Any]:
+    for item in items:
+        meta = item["metadata"]
+        if meta["name"] == name and (namespace is None or meta.get("namespace") == namespace):
+            return item
+    raise KeyError(f"{namespace}/{name}")
+
+
+@pytest.fixture
+def seven_states() -> dict[str, list[dict[str, Any]]]:
+    return load_lists("seven-states")
+
+
+@pytest.fixture
+def hami_sharing() -> dict[str, list[dict[str, Any]]]:
+    return load_lists("hami-sharing")
+
+
+@pytest.fixture
+def to_snapshot() -> Callable[[dict[str, list[dict[str, Any]]]], Snapshot]:
+    def build(lists: dict[str, list[dict[str, Any]]]) -> Snapshot:
+        return Snapshot(**copy.deepcopy(lists))
+    return build

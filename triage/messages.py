@@ -1,0 +1,133 @@
+"""kube-scheduler's FailedScheduling text, parsed into structured reasons (every era)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from triage.snapshot import K8sObject
+
+_HEAD = re.compile(r"^\s*0/(?P<total>\d+) nodes are available:\s*(?P<body>.*)$", re.S)
+_COUNTED = re.compile(r"^(?P<count>\d+)\s+(?P<text>.+)$")
+_PREEMPTION = re.compile(r"\s*(?:no new claims to deallocate,\s*)?preemption:\s*", re.S)
+
+SCHEDULING_FAILURES = ("FailedScheduling", "FilteringFailed")
+SCHEDULER_REASONS = (*SCHEDULING_FAILURES, "Scheduled", "FilteringSucceed", "BindingSucceed",
+                     "BindingFailed")
+
+
+@dataclass(frozen=True)
+class Reason:
+    count: int | None  # None for PreFilter rejections, which name no nodes
+    text: str
+
+    @property
+    def kind(self) -> str:
+        return classify_reason(self.text)
+
+
+@dataclass(frozen=True)
+class SchedulingMessage:
+    raw: str
+    total: int | None = None
+    reasons: tuple[Reason, ...] = ()
+    preemption: tuple[Reason, ...] = field(default=())
+
+
+def parse_failed_scheduling(message: str) -> SchedulingMessage:
+    """Split `0/N nodes are available: 3 reason, 1 reason. preemption: 0/N ...` into reasons.
+
+    Entries are sorted as strings by the scheduler, counts may sum past N, a PreFilter
+    rejection has no count, and the text may end in `..`.
+    """
+    head = _HEAD.match(message)
+    if head is None:
+        return SchedulingMessage(raw=message)
+    body = head["body"]
+    preemption: tuple[Reason, ...] = ()
+    parts = _PREEMPTION.split(body, maxsplit=1)
+    if len(parts) == 2:
+        body = parts[0]
+        tail = _HEAD.match(parts[1])
+        preemption = _reasons(tail["body"]) if tail else _reasons(parts[1])
+    return SchedulingMessage(raw=message, total=int(head["total"]), reasons=_reasons(body),
+                             preemption=preemption)
+
+
+def _reasons(body: str) -> tuple[Reason, ...]:
+    text = body.strip().rstrip(".").strip()
+    if not text:
+        return ()
+    reasons = []
+    for entry in _split_entries(text):
+        counted = _COUNTED.match(entry)
+        if counted:
+            reasons.append(Reason(int(counted["count"]), counted["text"].strip()))
+        else:
+            reasons.append(Reason(None, entry))
+    return tuple(reasons)
+
+
+def _split_entries(text: str) -> list[str]:
+    # Commas inside `{key: value}` or `[Plugin, Plugin]` do not separate entries.
+    entries, depth, current = [], 0, []
+    for char in text:
+        if char in "{[(":
+            depth += 1
+        elif char in "}])":
+            depth = max(0, depth - 1)
+        if char == "," and depth == 0:
+            entries.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    entries.append("".join(current).strip())
+    return [e for e in entries if e]
+
+
+def classify_reason(text: str) -> str:
+    """A reason's kind: taint, unschedulable, selector, insufficient:<resource>, ... or other."""
+    lowered = text.lower()
+    if lowered.startswith("insufficient "):
+        return "insufficient:" + text.split(None, 1)[1].strip()
+    if "were unschedulable" in lowered:
+        return "unschedulable"
+    if "taint" in lowered:
+        return "taint"
+    if "node affinity/selector" in lowered or "didn't match node selector" in lowered or (
+            "[nodeaffinity]" in lowered):
+        return "selector"
+    if "too many pods" in lowered:
+        return "pods"
+    if "preemption" in lowered:
+        return "preemption"
+    if "node unregistered" in lowered or "nodeunfitpod" in lowered or "node not fit pod" in lowered:
+        return "extender"
+    return "other"
+
+
+def is_scheduler_event(event: Mapping[str, Any]) -> bool:
+    component = (event.get("reportingComponent") or ""
+                 ) + " " + ((event.get("source") or {}).get("component") or "")
+    return event.get("reason") in SCHEDULER_REASONS or "scheduler" in component
+
+
+def latest_scheduling_failure(pod: K8sObject, pod_events: list[K8sObject]) -> str | None:
+    """The scheduler's newest complaint: a FailedScheduling / FilteringFailed event, else the
+    PodScheduled=False condition (which does not expire)."""
+    for event in pod_events:  # newest first
+        if event.get("reason") in SCHEDULING_FAILURES and event.get("message"):
+            return str(event["message"])
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if (condition.get("type") == "PodScheduled" and condition.get("status") == "False"
+                and condition.get("message")):
+            return str(condition["message"])
+    return None
+
+
+def scheduler_spoke(pod: K8sObject, pod_events: list[K8sObject]) -> bool:
+    conditions = pod.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "PodScheduled" for c in conditions) or any(
+        is_scheduler_event(e) for e in pod_events)

@@ -1,0 +1,98 @@
+"""What a pod asks for, the way kube-scheduler counts it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from triage.config import TriageConfig
+from triage.quantity import QuantityError, parse_quantity
+from triage.snapshot import K8sObject, is_terminated, object_key
+
+
+def pod_name(pod: Mapping[str, Any]) -> str:
+    namespace, name = object_key(pod)
+    return f"{namespace}/{name}"
+
+
+def container_resources(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    """Limits, falling back to requests: extended resources must have requests == limits."""
+    resources = container.get("resources") or {}
+    merged: dict[str, Decimal] = {}
+    for source in (resources.get("requests") or {}, resources.get("limits") or {}):
+        for name, value in source.items():
+            try:
+                merged[name] = parse_quantity(value)
+            except QuantityError:
+                continue
+    return merged
+
+
+def _is_sidecar(container: Mapping[str, Any]) -> bool:
+    return container.get("restartPolicy") == "Always"
+
+
+def effective_request(spec: Mapping[str, Any], resource: str) -> Decimal:
+    """max(max over init containers, sum over app containers), sidecars included.
+
+    A restartable init container (sidecar) keeps running: it adds to the app containers'
+    sum and to every init container that starts after it.
+    """
+    app_sum = sum((container_resources(c).get(resource, Decimal(0))
+                   for c in spec.get("containers") or []), Decimal(0))
+    sidecars = Decimal(0)
+    init_peak = Decimal(0)
+    for container in spec.get("initContainers") or []:
+        amount = container_resources(container).get(resource, Decimal(0))
+        if _is_sidecar(container):
+            sidecars += amount
+            init_peak = max(init_peak, sidecars)
+        else:
+            init_peak = max(init_peak, sidecars + amount)
+    overhead = (spec.get("overhead") or {}).get(resource)
+    extra = parse_quantity(overhead) if overhead is not None else Decimal(0)
+    return max(init_peak, app_sum + sidecars) + extra
+
+
+def all_containers(spec: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
+    yield from spec.get("initContainers") or []
+    yield from spec.get("containers") or []
+
+
+def resource_names(spec: Mapping[str, Any]) -> set[str]:
+    return {name for c in all_containers(spec) for name in container_resources(c)}
+
+
+def gpu_requests(spec: Mapping[str, Any], config: TriageConfig) -> dict[str, int]:
+    """Effective request per schedulable GPU resource the pod names (kube-scheduler's view)."""
+    names = sorted({name for c in all_containers(spec) for name in container_resources(c)
+                    if config.is_gpu_resource(name)})
+    return {name: int(effective_request(spec, name)) for name in names}
+
+
+def gpu_related_resources(spec: Mapping[str, Any], config: TriageConfig) -> list[str]:
+    return sorted({name for c in all_containers(spec) for name in container_resources(c)
+                   if config.is_gpu_related(name)})
+
+
+def resource_claims(spec: Mapping[str, Any]) -> list[str]:
+    """Dynamic Resource Allocation claims: the claim or template each entry names."""
+    names = []
+    for claim in spec.get("resourceClaims") or []:
+        source = claim.get("source") or claim
+        names.append(source.get("resourceClaimName") or source.get("resourceClaimTemplateName")
+                     or claim.get("name", "?"))
+    return names
+
+
+def holders(pods: Iterable[K8sObject], resource: str) -> list[tuple[K8sObject, int]]:
+    """Non-terminated pods holding the resource, with how much each holds."""
+    held = []
+    for pod in pods:
+        if is_terminated(pod):
+            continue
+        amount = int(effective_request(pod.get("spec", {}), resource))
+        if amount:
+            held.append((pod, amount))
+    return held
