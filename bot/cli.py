@@ -12,6 +12,7 @@ from collections.abc import Sequence
 COMMAND_MODULES = (
     "bot.cli_triage",
     "bot.cli_store",
+    "bot.cli_serve",
 )
 
 

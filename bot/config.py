@@ -39,10 +39,10 @@ class DigestSchedule:
 class BotConfig:
     cluster: str = "default"
     database_url: str = field(default_factory=default_database_url)
-    triage: TriageConfig = TriageConfig()
+    triage: TriageConfig = field(default_factory=TriageConfig)
     # channel id -> namespaces it may describe ("*" = all). Empty mapping: every channel, all.
     channels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    digest: DigestSchedule = DigestSchedule()
+    digest: DigestSchedule = field(default_factory=DigestSchedule)
 
     def channel_allowed(self, channel: str) -> bool:
         return not self.channels or channel in self.channels

@@ -16,7 +16,6 @@ from enum import Enum
 from typing import Any
 
 from scoring.events import scheduler_scores
-from scoring.summary import proposal_summary
 from scoring.hami import (
     HamiNodeFit,
     HamiRequest,
@@ -25,6 +24,7 @@ from scoring.hami import (
     parse_registration,
     pick_order,
 )
+from scoring.summary import proposal_summary
 from scoring.whole import gfd_devices, whole_gpu_score
 from triage import admission
 from triage.config import DEFAULT_CONFIG, TriageConfig
@@ -241,7 +241,8 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
     handler = _runtime_handler(subject.snapshot, subject.spec.get("runtimeClassName"))
     node_object = subject.snapshot.node(node)
     if handler and node_object is not None:
-        handlers = [h.get("name") for h in node_object.get("status", {}).get("runtimeHandlers") or []]
+        runtime_handlers = node_object.get("status", {}).get("runtimeHandlers") or []
+        handlers = [h.get("name") for h in runtime_handlers]
         if handlers and handler not in handlers:
             return _runtime_finding(subject, f"Node/{node} status.runtimeHandlers",
                                     ", ".join(h or '""' for h in handlers),
@@ -314,24 +315,27 @@ def drop_taint(subject: Subject, node: K8sObject) -> str | None:
 
 
 def explain_taint(subject: Subject, dropped: list[tuple[K8sObject, str]]) -> Finding:
-    names = [f"{node_name(n)} ({why})" for n, why in dropped]
+    def state(node: K8sObject, why: str) -> str:
+        return f"{node_name(node)} is {why if why.startswith('cordoned') else 'tainted ' + why}"
+
     cordoned = [node_name(n) for n, why in dropped if why.startswith("cordoned")]
-    tainted = [why for _, why in dropped if not why.startswith("cordoned")]
+    taints = sorted({t for _, why in dropped for t in why.split(", ")
+                     if not t.startswith("cordoned")})
     advice = []
-    if tainted:
-        owners = sorted({t.split("=", 1)[1].split(":", 1)[0] for t in ", ".join(tainted)
-                         .split(", ") if "=" in t})
+    if taints:
+        owners = sorted({t.split("=", 1)[1].split(":", 1)[0] for t in taints if "=" in t})
         ask = f" (ask {', '.join(owners)})" if owners else ""
-        advice.append(f"add a toleration for {'; '.join(sorted(set(tainted)))} to the pod{ask}")
+        advice.append(f"add a toleration for {'; '.join(taints)} to the pod{ask}")
     if cordoned:
-        advice.append(f"uncordon {', '.join(cordoned)} once it is healthy")
-    only = "the only matching node, " if len(dropped) == 1 else "every matching node: "
+        advice.append(f"uncordon {', '.join(cordoned)} once it is healthy "
+                      f"(kubectl uncordon {' '.join(cordoned)})")
+    only = "The only matching node" if len(dropped) == 1 else "Every matching node"
     return Finding(Cause.TAINT_UNTOLERATED,
-                   f"{only}{'; '.join(names)} has a taint the pod does not tolerate. "
-                   f"{_capital(' or '.join(advice))}. Don't remove the taint: it protects the "
-                   "node's owners.",
-                   [Evidence(f"Node/{node_name(n)}", "spec.taints" if not why.startswith(
-                       "cordoned") else "spec.unschedulable", why) for n, why in dropped[:5]]
+                   f"{only} blocks the pod: {'; '.join(state(n, w) for n, w in dropped[:5])}. "
+                   f"{_capital(' or '.join(advice))}. Don't remove taints: they protect the "
+                   "node and its owners.",
+                   [Evidence(f"Node/{node_name(n)}", "spec.unschedulable" if why.startswith(
+                       "cordoned") else "spec.taints", why) for n, why in dropped[:5]]
                    + [Evidence(f"Pod {subject.label}", "spec.tolerations",
                                _tolerations_text(subject.spec))])
 
@@ -483,9 +487,9 @@ def explain_device_unfit(subject: Subject, dropped: list[tuple[K8sObject, str]])
     hint = (f" {', '.join(unregistered)} {'is' if len(unregistered) == 1 else 'are'} not "
             "registered with HAMi (check hami-device-plugin there)." if unregistered else "")
     return Finding(Cause.DEVICE_UNFIT,
-                   f"whole-GPU slots exist, but no device fits {asked}: {per_node}.{hint} Lower the "
-                   "memory / cores request, change the GPU type filter, or wait for holders to "
-                   "finish (show devices lists them).",
+                   f"whole-GPU slots exist, but no device fits {asked}: {per_node}.{hint} "
+                   "Lower the memory / cores request, change the GPU type filter, or wait for "
+                   "holders to finish (show devices lists them).",
                    [Evidence(f"Node/{node_name(n)}", "hami.io/node-nvidia-register", why)
                     for n, why in dropped[:5]])
 
@@ -761,7 +765,6 @@ def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
 
 
 def _assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
-    snapshot = subject.snapshot
     pod = subject.pod
     message = latest_scheduling_failure(pod, subject.events) if pod is not None else None
     resource = _primary(subject) if subject.gpu else None

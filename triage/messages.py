@@ -72,7 +72,9 @@ def _reasons(body: str) -> tuple[Reason, ...]:
 
 def _split_entries(text: str) -> list[str]:
     # Commas inside `{key: value}` or `[Plugin, Plugin]` do not separate entries.
-    entries, depth, current = [], 0, []
+    entries: list[str] = []
+    current: list[str] = []
+    depth = 0
     for char in text:
         if char in "{[(":
             depth += 1
@@ -84,7 +86,14 @@ def _split_entries(text: str) -> list[str]:
         else:
             current.append(char)
     entries.append("".join(current).strip())
-    return [e for e in entries if e]
+    merged: list[str] = []
+    for entry in entries:
+        # 1.18-1.24: "had taint {k: v}, that the pod didn't tolerate" holds its own comma.
+        if merged and entry.startswith("that the pod"):
+            merged[-1] += ", " + entry
+        elif entry:
+            merged.append(entry)
+    return merged
 
 
 def classify_reason(text: str) -> str:

@@ -13,7 +13,8 @@ _KIND_PREFIXES = ("pod/", "pods/", "po/", "job/", "jobs/", "deployment/", "deplo
                   "rs/", "replicasets/", "daemonset/", "ds/", "daemonsets/")
 MAX_INPUT = 300
 
-USAGE = "usage: /gpuwhy NAMESPACE/POD  (also: NAMESPACE POD, -n NAMESPACE POD, pod/POD -n NAMESPACE)"
+USAGE = ("usage: /gpuwhy NAMESPACE/POD  "
+         "(also: NAMESPACE POD, -n NAMESPACE POD, pod/POD -n NAMESPACE)")
 
 
 class RefError(ValueError):

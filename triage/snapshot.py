@@ -209,7 +209,7 @@ def _read_list(path: Path) -> list[K8sObject]:
         raise SnapshotError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
     if not isinstance(document, dict) or not isinstance(document.get("items"), list):
         raise SnapshotError(f"{path}: not a Kubernetes List (expected kind: List with items)")
-    items = document["items"]
+    items: list[K8sObject] = document["items"]
     for position, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
             raise SnapshotError(f"{path}: item {position} is not a Kubernetes object")

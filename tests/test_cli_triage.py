@@ -1,0 +1,72 @@
+"""`gpuwhy triage` and `gpuwhy demo` as a person runs them: exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from tests.conftest import SCENARIOS
+
+SEVEN = str(SCENARIOS / "seven-states")
+
+
+def test_text_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["triage", "research/full", "--snapshot", SEVEN]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("⏳ exhausted — research/full\nNext: gpu-a10-full has 2/2")
+    assert "Nodes: 6 nodes: 6 not fit (5 selector-mismatch, 1 exhausted), 0 fit" in out
+
+
+def test_json_is_exactly_the_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["triage", "ml", "finetune", "--snapshot", SEVEN, "--format", "json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)
+    assert verdict["cause"] == "quota-exceeded" and verdict["kind"] == "Job"
+    assert {"ref", "cause", "action", "evidence", "nodes", "node_summary",
+            "scheduler_message", "resource", "request"} <= set(verdict)
+
+
+@pytest.mark.parametrize(("argv", "code", "says"), [
+    (["triage", "nonamespace", "--snapshot", SEVEN], 2, "usage: gpuwhy triage"),
+    (["triage", "Bad/Name", "--snapshot", SEVEN], 2, "not a valid namespace"),
+    (["triage", "a/b", "--snapshot", "/nonexistent/dir"], 3, "not a directory"),
+])
+def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], code: int,
+                               says: str) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_unreadable_snapshot_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "pods.json").write_text("{truncated")
+    assert main(["triage", "a/b", "--snapshot", str(tmp_path)]) == 3
+    assert "pods.json: not valid JSON" in capsys.readouterr().err
+
+
+def test_verbose_logs_node_lines(capsys: pytest.CaptureFixture[str],
+                                 caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("DEBUG")
+    assert main(["-vv", "triage", "hami/needs-40g", "--snapshot",
+                 str(SCENARIOS / "hami-sharing")]) == 0
+    messages = [r.getMessage() for r in caplog.records]
+    assert ('NodeUnfitPod pod="hami/needs-40g" node="hami-t4-1" '
+            'reason="2/2 CardInsufficientMemory"') in messages
+    assert any(m.startswith("CardNotHealth pod=\"hami/needs-40g\" node=\"hami-a100-1\"")
+               for m in messages)
+
+
+def test_demo_from_the_installed_command(tmp_path: Path) -> None:
+    env = {**os.environ, "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}"}
+    result = subprocess.run([sys.executable, "-m", "bot.cli", "demo"], capture_output=True,
+                            text=True, env=env, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    for line in ("🔒 quota-exceeded — ml/finetune (Job)", "⛔ too-large — research/big",
+                 "🔍 pod-not-found — research/typo", "✅ scheduled — research/ok"):
+        assert line in result.stdout
+    assert "Traceback" not in result.stderr

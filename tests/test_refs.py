@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import pytest
+
+from triage.refs import PodRef, RefError, parse_ref
+
+
+@pytest.mark.parametrize(("text", "ref"), [
+    ("research/full", PodRef("research", "full")),
+    ("research full", PodRef("research", "full")),
+    ("-n research full", PodRef("research", "full")),
+    ("pod/full -n research", PodRef("research", "full")),
+    ("  research/full  ", PodRef("research", "full")),
+    ("--namespace=ml job/finetune", PodRef("ml", "finetune")),
+    ("db db-0", PodRef("db", "db-0")),
+])
+def test_accepted_forms(text: str, ref: PodRef) -> None:
+    assert parse_ref(text) == ref
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("", "usage"),
+    ("research", "usage"),
+    ("research full extra", "usage"),
+    ("Research/full", "not a valid namespace"),
+    ("research/Full_1", "not a valid pod"),
+    ("a" * 400, "characters"),
+    ("-n a -n b pod", "usage"),
+])
+def test_rejected_with_a_clear_message(text: str, says: str) -> None:
+    with pytest.raises(RefError) as error:
+        parse_ref(text)
+    assert says in str(error.value)

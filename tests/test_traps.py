@@ -1,0 +1,425 @@
+"""Each trap of the design has a test that fails if the trap is fallen into.
+
+Fixtures are the recorded clusters' JSON, changed the way the cluster itself would change
+(a phase patched, a node cordoned, events expired).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.conftest import SCENARIO_NAMES, SCENARIOS, find, load_lists
+from triage.classify import triage
+from triage.config import TriageConfig
+from triage.pods import effective_request
+from triage.refs import PodRef, parse_ref
+from triage.snapshot import Snapshot
+
+Lists = dict[str, list[dict[str, Any]]]
+ToSnapshot = Callable[[Lists], Snapshot]
+
+
+def answer(lists: Lists, ref: str, config: TriageConfig | None = None) -> Any:
+    snapshot = Snapshot(**copy.deepcopy(lists))
+    return triage(snapshot, parse_ref(ref), *(() if config is None else (config,)))
+
+
+def _set_gpu(container: dict[str, Any], resource: str, amount: str) -> None:
+    for section in ("limits", "requests"):
+        container.setdefault("resources", {}).setdefault(section, {}).pop("nvidia.com/gpu", None)
+        container["resources"][section][resource] = amount
+
+
+# -- scheduled or not: spec.nodeName, never phase or STATUS ---------------------------------
+
+def test_bound_pod_still_pending_is_scheduled(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "ok", "research")
+    pod["status"] = {"phase": "Pending"}
+    assert answer(seven_states, "research/ok").cause == "scheduled"
+
+
+def test_unbound_pod_claiming_running_is_not_scheduled(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "full", "research")
+    pod["status"]["phase"] = "Running"
+    assert answer(seven_states, "research/full").cause == "exhausted"
+
+
+# -- Succeeded / Failed pods hold nothing ------------------------------------------------
+
+def test_terminal_pods_hold_no_gpus(seven_states: Lists) -> None:
+    # gpu-a10-full: 2 GPUs; train-b leaves, done + crashed (terminal) stay bound there.
+    seven_states["pods"].remove(find(seven_states["pods"], "train-b", "team-b"))
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause != "exhausted"
+    assert {n.name: n.outcome for n in verdict.nodes}["gpu-a10-full"] == "fit"
+
+
+def test_terminal_pods_counted_would_exhaust(seven_states: Lists) -> None:
+    # The same cluster with done/crashed still running: now the node is really full.
+    seven_states["pods"].remove(find(seven_states["pods"], "train-b", "team-b"))
+    find(seven_states["pods"], "done", "team-b")["status"]["phase"] = "Running"
+    assert answer(seven_states, "research/full").cause == "exhausted"
+
+
+# -- the effective request ----------------------------------------------------------------
+
+def _pod_spec(init: list[int], app: list[int], sidecar: list[int] | None = None) -> dict[str, Any]:
+    def container(name: str, n: int, restart: str | None = None) -> dict[str, Any]:
+        c: dict[str, Any] = {"name": name, "image": "x",
+                             "resources": {"limits": {"nvidia.com/gpu": str(n)},
+                                           "requests": {"nvidia.com/gpu": str(n)}}}
+        if restart:
+            c["restartPolicy"] = restart
+        return c
+    inits = [container(f"sc{i}", n, "Always") for i, n in enumerate(sidecar or [])]
+    inits += [container(f"init{i}", n) for i, n in enumerate(init)]
+    return {"initContainers": inits, "containers": [container(f"c{i}", n)
+                                                    for i, n in enumerate(app)]}
+
+
+@pytest.mark.parametrize(("init", "app", "expected"), [
+    ([2], [1, 1], 2),  # max(init, sum app), not the sum of all
+    ([3], [1], 3),
+    ([1], [2, 2], 4),
+    ([], [1, 1, 1], 3),
+])
+def test_effective_request(init: list[int], app: list[int], expected: int) -> None:
+    assert effective_request(_pod_spec(init, app), "nvidia.com/gpu") == expected
+
+
+def test_sidecar_adds_to_app_containers() -> None:
+    assert effective_request(_pod_spec([1], [1], sidecar=[1]), "nvidia.com/gpu") == 2
+
+
+def test_init_container_request_decides_too_large(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "ok", "research")
+    del pod["spec"]["nodeName"]
+    pod["status"] = {"phase": "Pending"}
+    init = copy.deepcopy(pod["spec"]["containers"][0])
+    init["name"] = "warmup"
+    _set_gpu(init, "nvidia.com/gpu", "6")
+    pod["spec"]["initContainers"] = [init]  # app asks 2, init 6: 6 > 4 allocatable on a100
+    assert answer(seven_states, "research/ok").cause == "too-large"
+
+
+# -- GPU resource names are configurable -------------------------------------------------
+
+def test_amd_gpu_request_is_a_gpu_request(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "no-plugin", "research")
+    _set_gpu(pod["spec"]["containers"][0], "amd.com/gpu", "1")
+    verdict = answer(seven_states, "research/no-plugin")
+    assert verdict.cause == "no-gpu-node" and verdict.resource == "amd.com/gpu"
+
+
+def test_mig_profile_is_a_gpu_request(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "ok", "research")
+    _set_gpu(pod["spec"]["containers"][0], "nvidia.com/mig-1g.10gb", "1")
+    del pod["spec"]["nodeName"]
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "no-gpu-node" and verdict.resource == "nvidia.com/mig-1g.10gb"
+
+
+def test_configured_resource_names(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "no-plugin", "research")
+    _set_gpu(pod["spec"]["containers"][0], "example.com/accel", "1")
+    assert answer(seven_states, "research/no-plugin").cause == "no-gpu-request"
+    config = TriageConfig(gpu_resources=("example.com/accel",))
+    assert answer(seven_states, "research/no-plugin", config).cause == "no-gpu-node"
+
+
+def test_hami_memory_only_request_is_a_gpu_request(hami_sharing: Lists) -> None:
+    pod = find(hami_sharing["pods"], "fits-small", "hami")
+    for section in ("limits", "requests"):
+        del pod["spec"]["containers"][0]["resources"][section]["nvidia.com/gpu"]
+    assert answer(hami_sharing, "hami/fits-small").cause != "no-gpu-request"
+
+
+# -- the Node object, not the hardware ---------------------------------------------------
+
+def test_gfd_labels_do_not_make_a_gpu_node(seven_states: Lists) -> None:
+    node = find(seven_states["nodes"], "gpu-t4-noplugin")
+    assert node["metadata"]["labels"]["nvidia.com/gpu.count"] == "1"
+    assert answer(seven_states, "research/no-plugin").cause == "no-gpu-node"
+
+
+def test_allocatable_not_hardware_count_decides(seven_states: Lists) -> None:
+    node = find(seven_states["nodes"], "gpu-a100-1")
+    node["metadata"]["labels"]["nvidia.com/gpu.count"] = "8"  # hardware says 8, Node says 4
+    pod = find(seven_states["pods"], "big", "research")
+    pod["spec"]["nodeSelector"] = {"pool": "a100"}
+    assert answer(seven_states, "research/big").cause == "too-large"
+
+
+# -- Dynamic Resource Allocation --------------------------------------------------------
+
+def test_dra_pod_is_not_no_gpu_request(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "no-request", "research")
+    del pod["spec"]["nodeName"]
+    pod["status"] = {"phase": "Pending"}
+    pod["spec"]["resourceClaims"] = [{"name": "gpu",
+                                      "resourceClaimTemplateName": "single-gpu"}]
+    verdict = answer(seven_states, "research/no-request")
+    assert verdict.cause == "other-constraint"
+    assert "single-gpu" in verdict.action and "Dynamic Resource Allocation" in verdict.action
+
+
+# -- events expire: causes come from object state ---------------------------------------
+
+EXPECTED_SEVEN = {
+    "ml/finetune": "quota-exceeded", "infer/vllm": "runtimeclass-missing",
+    "research/no-request": "no-gpu-request", "research/wrong-pool": "selector-mismatch",
+    "research/tainted": "taint-untolerated", "research/no-plugin": "no-gpu-node",
+    "research/broken-node": "allocatable-zero", "research/full": "exhausted",
+    "research/big": "too-large", "research/ok": "scheduled", "research/typo": "pod-not-found",
+}
+
+
+@pytest.mark.parametrize("ref", sorted(EXPECTED_SEVEN))
+def test_causes_hold_after_events_expire(seven_states: Lists, ref: str) -> None:
+    seven_states["events"] = []
+    for workload in seven_states["workloads"]:
+        workload.get("status", {}).pop("conditions", None)  # and without ReplicaFailure
+    assert answer(seven_states, ref).cause == EXPECTED_SEVEN[ref]
+
+
+def test_quota_from_event_alone(seven_states: Lists) -> None:
+    seven_states["resourcequotas"] = []  # quota since deleted; the rejection is on record
+    verdict = answer(seven_states, "ml/finetune")
+    assert verdict.cause == "quota-exceeded" and "gpu-quota" in verdict.action
+
+
+def test_scheduler_events_sorted_by_event_time(seven_states: Lists) -> None:
+    # Scheduler events have only eventTime; sorting on lastTimestamp alone would lose them.
+    for event in seven_states["events"]:
+        if event["involvedObject"]["name"] == "full":
+            assert event["lastTimestamp"] is None and event["eventTime"]
+    assert answer(seven_states, "research/full").scheduler_message.startswith("0/6 nodes")
+
+
+# -- the order of the checks ----------------------------------------------------------------
+
+def test_selector_checked_before_taints(seven_states: Lists) -> None:
+    verdict = answer(seven_states, "research/wrong-pool")
+    assert verdict.cause == "selector-mismatch"
+    assert "taint" not in verdict.action.lower()
+
+
+def test_taint_advice_never_says_remove(seven_states: Lists) -> None:
+    verdict = answer(seven_states, "research/tainted")
+    assert "toleration" in verdict.action
+    assert "remove taints" not in verdict.action.replace("Don't remove taints", "")
+
+
+def test_cordon_counts_as_a_taint(seven_states: Lists) -> None:
+    find(seven_states["nodes"], "gpu-a10-full")["spec"]["unschedulable"] = True
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "taint-untolerated"
+    assert "uncordon gpu-a10-full" in verdict.action
+
+
+def test_prefer_no_schedule_does_not_block(seven_states: Lists) -> None:
+    node = find(seven_states["nodes"], "gpu-h100-reserved")
+    node["spec"]["taints"][0]["effect"] = "PreferNoSchedule"
+    assert answer(seven_states, "research/tainted").cause != "taint-untolerated"
+
+
+@pytest.mark.parametrize("toleration", [
+    {"key": "dedicated", "operator": "Equal", "value": "llm-team", "effect": "NoSchedule"},
+    {"key": "dedicated", "operator": "Exists"},
+    {"operator": "Exists"},
+    {"key": "dedicated", "value": "llm-team"},
+])
+def test_tolerations_that_match(seven_states: Lists, toleration: dict[str, str]) -> None:
+    pod = find(seven_states["pods"], "tainted", "research")
+    pod["spec"]["tolerations"].append(toleration)
+    assert answer(seven_states, "research/tainted").cause != "taint-untolerated"
+
+
+def test_toleration_with_wrong_value_does_not_match(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "tainted", "research")
+    pod["spec"]["tolerations"].append({"key": "dedicated", "operator": "Equal",
+                                       "value": "other-team", "effect": "NoSchedule"})
+    assert answer(seven_states, "research/tainted").cause == "taint-untolerated"
+
+
+@pytest.mark.parametrize(("expression", "cause"), [
+    ({"key": "pool", "operator": "In", "values": ["h100"]}, "taint-untolerated"),
+    ({"key": "pool", "operator": "In", "values": ["h200"]}, "selector-mismatch"),
+    ({"key": "pool", "operator": "NotIn", "values": ["a100", "a10-full", "cpu", "h100",
+                                                     "t4-noplugin", "v100-broken"]},
+     "selector-mismatch"),
+    ({"key": "pool", "operator": "DoesNotExist"}, "selector-mismatch"),
+    ({"key": "nvidia.com/gpu.count", "operator": "Gt", "values": ["4"]}, "taint-untolerated"),
+    ({"key": "nvidia.com/gpu.count", "operator": "Lt", "values": ["1"]}, "selector-mismatch"),
+    ({"key": "nvidia.com/gpu.product", "operator": "Exists"}, "too-large"),
+])
+def test_required_node_affinity_operators(seven_states: Lists, expression: dict[str, Any],
+                                          cause: str) -> None:
+    pod = find(seven_states["pods"], "big", "research")
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                                {"nodeSelectorTerms": [
+                                                    {"matchExpressions": [expression]}]}}}
+    assert answer(seven_states, "research/big").cause == cause
+
+
+def test_match_fields_metadata_name(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "big", "research")
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                                {"nodeSelectorTerms": [{"matchFields": [
+                                                    {"key": "metadata.name", "operator": "In",
+                                                     "values": ["gpu-a100-1"]}]}]}}}
+    verdict = answer(seven_states, "research/big")
+    assert verdict.cause == "too-large"
+    assert [n.name for n in verdict.nodes if n.outcome == "too-large"] == ["gpu-a100-1"]
+
+
+def test_node_affinity_terms_are_ored(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "wrong-pool", "research")
+    del pod["spec"]["nodeSelector"]
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                                {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["h200"]}]},
+        {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["a100"]}]}]}}}
+    assert answer(seven_states, "research/wrong-pool").cause != "selector-mismatch"
+
+
+# -- exhausted vs too-large, and what fits ------------------------------------------------
+
+def test_too_large_checked_before_exhausted(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "full", "research")
+    _set_gpu(pod["spec"]["containers"][0], "nvidia.com/gpu", "3")  # a10-full has 2 in all
+    assert answer(seven_states, "research/full").cause == "too-large"
+
+
+def test_fitting_pod_with_scheduler_complaint_is_other_constraint(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "full", "research")
+    pod["spec"]["nodeSelector"] = {"pool": "a100"}  # a100 has 2 free; events say cpu
+    for event in seven_states["events"]:
+        if event["involvedObject"]["name"] == "full":
+            event["message"] = "0/6 nodes are available: 1 Insufficient cpu, 5 node(s) didn't " \
+                               "match Pod's node affinity/selector."
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "other-constraint" and "Insufficient cpu" in verdict.action
+
+
+def test_cpu_shortage_from_state_is_other_constraint(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "full", "research")
+    pod["spec"]["nodeSelector"] = {"pool": "a100"}
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "other-constraint"
+    assert {n.name: n.detail for n in verdict.nodes}["gpu-a100-1"] == "Insufficient cpu"
+
+
+def test_fitting_pod_no_scheduler_words_is_scheduler_unavailable(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "full", "research")
+    pod["spec"]["nodeSelector"] = {"pool": "a100"}
+    pod["spec"]["schedulerName"] = "volcano"
+    pod["status"] = {"phase": "Pending"}
+    seven_states["events"] = [e for e in seven_states["events"]
+                              if e["involvedObject"]["name"] != "full"]
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "scheduler-unavailable" and "volcano" in verdict.action
+
+
+# -- bound, but the node fails it -----------------------------------------------------------
+
+def _bind_failing(lists: Lists, reason: str, message: str) -> None:
+    pod = find(lists["pods"], "ok", "research")
+    pod["status"] = {"phase": "Pending"}
+    lists["events"].append({
+        "apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": reason,
+        "message": message, "count": 3, "eventTime": None,
+        "firstTimestamp": "2026-11-30T12:51:00Z", "lastTimestamp": "2026-11-30T12:52:00Z",
+        "involvedObject": {"apiVersion": "v1", "kind": "Pod", "name": "ok",
+                           "namespace": "research", "uid": pod["metadata"]["uid"]},
+        "metadata": {"name": "ok.18ecd3a2ffffffff", "namespace": "research",
+                     "creationTimestamp": "2026-11-30T12:51:00Z"},
+        "reportingComponent": "kubelet", "reportingInstance": "gpu-a100-1",
+        "source": {"component": "kubelet", "host": "gpu-a100-1"}})
+
+
+def test_sandbox_runtime_error_is_node_runtime_error(seven_states: Lists) -> None:
+    _bind_failing(seven_states, "FailedCreatePodSandBox",
+                  'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get '
+                  'sandbox runtime: no runtime for "nvidia" is configured')
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "node-runtime-error" and "gpu-a100-1" in verdict.action
+
+
+def test_unexpected_admission_error_is_node_runtime_error(seven_states: Lists) -> None:
+    _bind_failing(seven_states, "UnexpectedAdmissionError",
+                  "Allocate failed due to requested number of devices unavailable for "
+                  "nvidia.com/gpu. Requested: 2, Available: 0, which is unexpected")
+    assert answer(seven_states, "research/ok").cause == "node-runtime-error"
+
+
+def test_runtime_handler_missing_on_node_from_state(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "no-request", "research")
+    pod["spec"]["runtimeClassName"] = "runc-gpu"  # handler nvidia
+    pod["spec"]["nodeName"] = "cpu-1"
+    pod["status"] = {"phase": "Pending"}
+    _set_gpu(pod["spec"]["containers"][0], "nvidia.com/gpu", "1")
+    verdict = answer(seven_states, "research/no-request")
+    assert verdict.cause == "node-runtime-error" and "nvidia" in verdict.action
+
+
+def test_running_pod_with_old_sandbox_event_is_scheduled(seven_states: Lists) -> None:
+    _bind_failing(seven_states, "FailedCreatePodSandBox", 'no runtime for "nvidia" is configured')
+    find(seven_states["pods"], "ok", "research")["status"]["phase"] = "Running"
+    assert answer(seven_states, "research/ok").cause == "scheduled"
+
+
+# -- workloads -----------------------------------------------------------------------------
+
+def _owned_copy(lists: Lists, source: str, name: str, owner: dict[str, Any]) -> None:
+    pod = copy.deepcopy(find(lists["pods"], source, "research"))
+    pod["metadata"].update(name=name, namespace="infer", uid=f"uid-{name}",
+                           ownerReferences=[{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                             "name": owner["metadata"]["name"],
+                                             "uid": owner["metadata"]["uid"],
+                                             "controller": True}])
+    lists["pods"].append(pod)
+
+
+def test_workload_answers_for_its_worst_pod(seven_states: Lists) -> None:
+    replicaset = find(seven_states["workloads"], "vllm-79f7bb9f55", "infer")
+    replicaset["status"].pop("conditions")
+    find(seven_states["workloads"], "vllm", "infer")["status"].pop("conditions", None)
+    seven_states["events"] = [e for e in seven_states["events"]
+                              if e["involvedObject"]["namespace"] != "infer"]
+    find(seven_states["workloads"], "vllm", "infer")["spec"]["template"]["spec"][
+        "runtimeClassName"] = "runc-gpu"
+    _owned_copy(seven_states, "ok", "vllm-79f7bb9f55-aaaaa", replicaset)
+    _owned_copy(seven_states, "full", "vllm-79f7bb9f55-bbbbb", replicaset)
+    _owned_copy(seven_states, "full", "vllm-79f7bb9f55-ccccc", replicaset)
+    verdict = answer(seven_states, "infer/vllm")
+    assert verdict.kind == "Deployment" and verdict.cause == "exhausted"
+    assert verdict.pods_total == 3 and len(verdict.pods) == 2
+
+
+def test_generated_pod_name_from_event_resolves_to_the_job(seven_states: Lists) -> None:
+    verdict = answer(seven_states, "ml/finetune-2dtfx")
+    assert verdict.cause == "quota-exceeded" and verdict.kind == "Job"
+
+
+def test_runtimeclass_from_state_when_events_expired(seven_states: Lists) -> None:
+    seven_states["events"] = []
+    for workload in seven_states["workloads"]:
+        workload["status"].pop("conditions", None)
+    verdict = answer(seven_states, "infer/vllm")
+    assert verdict.cause == "runtimeclass-missing" and "runc-gpu" in verdict.action
+
+
+@pytest.mark.parametrize("scenario", SCENARIO_NAMES)
+def test_every_pod_of_every_scenario_gets_an_answer(scenario: str) -> None:
+    snapshot = Snapshot.from_dir(SCENARIOS / scenario)
+    lists = load_lists(scenario)
+    for pod in lists["pods"]:
+        meta = pod["metadata"]
+        verdict = triage(snapshot, PodRef(meta["namespace"], meta["name"]))
+        assert verdict.cause and verdict.action
