@@ -851,6 +851,10 @@ def _own_score(subject: Subject, node: K8sObject) -> float | None:
     return whole_gpu_score(allocatable, used, subject.gpu[resource], _policy(subject))
 
 
+# Outcomes named as they are in the summary; HAMi code summaries count as device-unfit.
+_SUMMARY_WORDS = frozenset({*(c.value for c in Cause), NODE_UNREGISTERED})
+
+
 def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> str:
     if subject.pod is None:
         return ""
@@ -863,8 +867,7 @@ def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> s
     unfit = [r for r in reports if r.outcome != FIT]
     counts: dict[str, int] = {}
     for report in unfit:
-        word = report.outcome if report.outcome in {c.value for c in Cause} or (
-            report.outcome == NODE_UNREGISTERED) else Cause.DEVICE_UNFIT.value
+        word = report.outcome if report.outcome in _SUMMARY_WORDS else Cause.DEVICE_UNFIT.value
         counts[word] = counts.get(word, 0) + 1
     breakdown = ", ".join(f"{n} {word}" for word, n in counts.items())
     scores = {r.name: r.score for r in fit if r.score is not None}

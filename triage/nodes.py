@@ -19,8 +19,9 @@ def node_name(node: Mapping[str, Any]) -> str:
     return str(node.get("metadata", {}).get("name", ""))
 
 
-def labels(node: Mapping[str, Any]) -> dict[str, str]:
-    return dict(node.get("metadata", {}).get("labels") or {})
+def labels(node: Mapping[str, Any]) -> Mapping[str, str]:
+    found: Mapping[str, str] = node.get("metadata", {}).get("labels") or {}
+    return found
 
 
 # -- nodeSelector and required node affinity --------------------------------------------

@@ -1,0 +1,692 @@
+"""A small Kubernetes API server for tests: serves a dump directory at the real API paths.
+
+The real ``kubernetes`` client talks HTTP to it on 127.0.0.1. It answers get, list (fieldSelector,
+labelSelector, limit/continue) and watch (ADDED/MODIFIED/DELETED/BOOKMARK, ERROR with a 410
+Status) the way kube-apiserver does: list items carry no kind/apiVersion, lists are kind
+``<Kind>List`` with a resourceVersion, a too-old continue token or watch resourceVersion is 410.
+Faults can be injected per request (delay, Status error, connection reset, truncated JSON),
+every request is counted, and any write other than a ``dryRun=All`` create is recorded as
+unexpected: ``FakeKubeAPI.__exit__`` fails the test when one happened.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import copy
+import json
+import re
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+Obj = dict[str, Any]
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Kind:
+    plural: str
+    kind: str
+    group_version: str
+    namespaced: bool = True
+
+
+KINDS = (
+    Kind("nodes", "Node", "v1", namespaced=False),
+    Kind("pods", "Pod", "v1"),
+    Kind("events", "Event", "v1"),
+    Kind("resourcequotas", "ResourceQuota", "v1"),
+    Kind("runtimeclasses", "RuntimeClass", "node.k8s.io/v1", namespaced=False),
+    Kind("deployments", "Deployment", "apps/v1"),
+    Kind("replicasets", "ReplicaSet", "apps/v1"),
+    Kind("statefulsets", "StatefulSet", "apps/v1"),
+    Kind("daemonsets", "DaemonSet", "apps/v1"),
+    Kind("jobs", "Job", "batch/v1"),
+)
+BY_KIND = {k.kind: k for k in KINDS}
+BY_PATH = {(k.group_version, k.plural): k for k in KINDS}
+DUMP_LISTS = ("nodes", "pods", "events", "resourcequotas", "runtimeclasses", "workloads")
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+
+
+@dataclass
+class Fault:
+    """What to do instead of answering a matching request, ``times`` times."""
+
+    kind: str  # "delay" | "status" | "reset" | "truncate"
+    method: str = "GET"
+    path: str = ""  # regular expression searched in the request path
+    query: str = ""  # substring of the raw query string
+    times: int = 1
+    seconds: float = 0.0
+    status: Obj = field(default_factory=dict)
+
+    def matches(self, method: str, path: str, raw_query: str) -> bool:
+        return (self.times > 0 and method == self.method and re.search(self.path, path) is not None
+                and self.query in raw_query)
+
+
+@dataclass
+class Change:
+    resource_version: int
+    kind: Kind
+    old: Obj | None
+    new: Obj
+    deleted: bool = False
+
+
+def status_body(code: int, reason: str, message: str, details: Obj | None = None) -> Obj:
+    body: Obj = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                 "message": message, "reason": reason, "code": code}
+    if details is not None:
+        body["details"] = details
+    return body
+
+
+def forbidden_status(verb: str, plural: str, group: str = "", namespace: str = "",
+                     name: str = "",
+                     user: str = "system:serviceaccount:gpuwhy:gpuwhy") -> Obj:
+    """The Status body kube-apiserver's RBAC authorizer returns."""
+    subject = f'{plural} "{name}"' if name else plural
+    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    message = (f'{subject} is forbidden: User "{user}" cannot {verb} resource "{plural}" '
+               f'in API group "{group}" {scope}')
+    details: Obj = {"kind": plural}
+    if name:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    return status_body(403, "Forbidden", message, details)
+
+
+class FakeKubeAPI:
+    def __init__(self, dump_dir: str | Path | None = None, bookmark_interval: float = 0.2) -> None:
+        self._lock = threading.Condition()
+        self._objects: dict[str, dict[Key, Obj]] = {k.plural: {} for k in KINDS}
+        self._sorted_keys: dict[str, list[Key]] = {}
+        self._history: list[Change] = []
+        self._resource_version = 1000
+        self._compacted = 0
+        self._drop_generation = 0
+        self._stopping = threading.Event()
+        self.bookmark_interval = bookmark_interval
+        self.faults: list[Fault] = []
+        self.requests: list[Request] = []
+        self.unexpected_writes: list[Request] = []
+        self.dry_runs: list[Obj] = []
+        if dump_dir is not None:
+            self.load(Path(dump_dir))
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> FakeKubeAPI:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._lock:
+            self._lock.notify_all()
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> FakeKubeAPI:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()
+        if exc_type is None:
+            assert not self.unexpected_writes, f"writes to the cluster: {self.unexpected_writes}"
+
+    def kubeconfig(self, path: Path, namespace: str = "default") -> Path:
+        """A kubeconfig file pointing at this server, with a bearer token."""
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "fake",
+            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "users": [{"name": "tester", "user": {"token": "test-token"}}],
+            "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester",
+                                                       "namespace": namespace}}],
+        }
+        path.write_text(json.dumps(config))
+        return path
+
+    # -- state ----------------------------------------------------------------------
+
+    def load(self, directory: Path) -> None:
+        for name in DUMP_LISTS:
+            file = directory / f"{name}.json"
+            if file.exists():
+                for item in json.loads(file.read_text())["items"]:
+                    self._store(item)
+        rvs = [int(o["metadata"].get("resourceVersion") or 0)
+               for objects in self._objects.values() for o in objects.values()]
+        self._resource_version = max([self._resource_version, *rvs])
+
+    def add_many(self, items: Iterable[Obj]) -> None:
+        """Bulk load without history (generated clusters)."""
+        with self._lock:
+            for item in items:
+                self._resource_version += 1
+                item.setdefault("metadata", {})["resourceVersion"] = str(self._resource_version)
+                self._store(item)
+
+    def _store(self, item: Obj) -> None:
+        kind = BY_KIND[item["kind"]]
+        self._objects[kind.plural][_key(item)] = item
+        self._sorted_keys.pop(kind.plural, None)
+
+    def apply(self, item: Obj) -> Obj:
+        """Create or replace an object, as a controller would; watchers see it."""
+        with self._lock:
+            kind = BY_KIND[item["kind"]]
+            old = self._objects[kind.plural].get(_key(item))
+            new = copy.deepcopy(item)
+            self._resource_version += 1
+            new["metadata"]["resourceVersion"] = str(self._resource_version)
+            self._store(new)
+            self._history.append(Change(self._resource_version, kind, old, new))
+            self._lock.notify_all()
+            return new
+
+    def delete(self, kind_name: str, namespace: str, name: str) -> None:
+        with self._lock:
+            kind = BY_KIND[kind_name]
+            old = self._objects[kind.plural].pop((namespace, name))
+            self._sorted_keys.pop(kind.plural, None)
+            self._resource_version += 1
+            gone = copy.deepcopy(old)
+            gone["metadata"]["resourceVersion"] = str(self._resource_version)
+            self._history.append(Change(self._resource_version, kind, old, gone, deleted=True))
+            self._lock.notify_all()
+
+    def get_object(self, kind_name: str, namespace: str, name: str) -> Obj:
+        return self._objects[BY_KIND[kind_name].plural][(namespace, name)]
+
+    def compact(self) -> None:
+        """Forget history: older watch resourceVersions and continue tokens become 410 Gone."""
+        with self._lock:
+            self._resource_version += 1  # as if another write happened, then etcd compacted
+            self._compacted = self._resource_version
+            self._history.clear()
+            self._lock.notify_all()
+
+    def drop_watches(self) -> None:
+        """Cut every open watch stream mid-way, as a restarting API server or a proxy does."""
+        with self._lock:
+            self._drop_generation += 1
+            self._lock.notify_all()
+
+    def inject(self, kind: str, path: str = "", *, method: str = "GET", query: str = "",
+               times: int = 1, seconds: float = 0.0, status: Obj | None = None) -> Fault:
+        fault = Fault(kind, method, path, query, times, seconds, status or {})
+        self.faults.append(fault)
+        return fault
+
+    def count(self, since: int = 0) -> int:
+        return len(self.requests) - since
+
+    def watch_requests(self) -> list[Request]:
+        return [r for r in self.requests if r.query.get("watch") in ("1", "true")]
+
+    # -- request handling -----------------------------------------------------------
+
+    def take_fault(self, method: str, path: str, raw_query: str) -> Fault | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.matches(method, path, raw_query):
+                    fault.times -= 1
+                    return fault
+        return None
+
+    def route(self, path: str) -> tuple[Kind, str, str] | None:
+        """(kind, namespace, name) for an API path, or None."""
+        parts = [p for p in path.split("/") if p]
+        if parts[:2] == ["api", "v1"]:
+            group_version, rest = "v1", parts[2:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group_version, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+        else:
+            return None
+        namespace = ""
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            namespace, rest = rest[1], rest[2:]
+        if not 1 <= len(rest) <= 2 or (group_version, rest[0]) not in BY_PATH:
+            return None
+        kind = BY_PATH[(group_version, rest[0])]
+        if namespace and not kind.namespaced:
+            return None
+        return kind, namespace, rest[1] if len(rest) == 2 else ""
+
+    def read(self, kind: Kind, namespace: str, name: str) -> tuple[int, Obj]:
+        with self._lock:
+            item = self._objects[kind.plural].get((namespace, name))
+        if item is None:
+            group = kind.group_version.rpartition("/")[0]
+            resource = f"{kind.plural}.{group}" if group else kind.plural
+            return 404, status_body(404, "NotFound", f'{resource} "{name}" not found',
+                                    {"name": name, "kind": kind.plural,
+                                     **({"group": group} if group else {})})
+        return 200, item
+
+    def list_items(self, kind: Kind, namespace: str, query: Mapping[str, str]) -> tuple[int, Obj]:
+        matches = _selector(query.get("fieldSelector", ""), query.get("labelSelector", ""))
+        limit = int(query.get("limit") or 0)
+        with self._lock:
+            list_rv = self._resource_version
+            start: Key = ("", "")
+            if token := query.get("continue"):
+                state = json.loads(base64.b64decode(token))
+                if state["rv"] < self._compacted:
+                    return 410, status_body(
+                        410, "Expired",
+                        "The provided continue parameter is too old to display a consistent "
+                        "list result. You can start a new list without the continue parameter.")
+                list_rv, start = state["rv"], (state["ns"], state["name"])
+            objects = self._objects[kind.plural]
+            keys = self._sorted_keys.get(kind.plural)
+            if keys is None:
+                keys = self._sorted_keys[kind.plural] = sorted(objects)
+            position = bisect.bisect_right(keys, start) if query.get("continue") else 0
+            items: list[Obj] = []
+            next_key: Key | None = None
+            for key in keys[position:]:
+                if namespace and key[0] != namespace:
+                    continue
+                item = objects[key]
+                if not matches(item):
+                    continue
+                if limit and len(items) == limit:
+                    next_key = _key(items[-1])
+                    break
+                items.append(item)
+        metadata: Obj = {"resourceVersion": str(list_rv)}
+        if next_key is not None:
+            metadata["continue"] = base64.b64encode(json.dumps(
+                {"rv": list_rv, "ns": next_key[0], "name": next_key[1]}).encode()).decode()
+        return 200, {"kind": f"{kind.kind}List", "apiVersion": kind.group_version,
+                     "metadata": metadata, "items": [_as_list_item(i) for i in items]}
+
+    def watch(self, kind: Kind, namespace: str, query: Mapping[str, str]) -> Iterator[Obj | None]:
+        """Watch events; None means "cut the connection now"."""
+        matches = _selector(query.get("fieldSelector", ""), query.get("labelSelector", ""))
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
+        since = int(query.get("resourceVersion") or 0)
+        with self._lock:
+            generation = self._drop_generation
+        last_bookmark = time.monotonic()
+        while True:
+            with self._lock:
+                changes = self._changes_since(since, kind)
+                if not changes and not self._interrupted(generation, since):
+                    now = time.monotonic()
+                    wake = deadline
+                    if bookmarks:
+                        wake = min(wake, last_bookmark + self.bookmark_interval)
+                    self._lock.wait(max(wake - now, 0.0))
+                    changes = self._changes_since(since, kind)
+                if self._stopping.is_set():
+                    return
+                dropped = self._drop_generation != generation
+                expired = since < self._compacted
+                current = self._resource_version
+                compacted = self._compacted
+            if dropped:
+                yield None
+                return
+            if expired:
+                yield {"type": "ERROR", "object": status_body(
+                    410, "Expired", f"too old resource version: {since} ({compacted})")}
+                return
+            for change in changes:
+                since = change.resource_version
+                event = _watch_event(change, namespace, matches)
+                if event is not None:
+                    yield event
+            now = time.monotonic()
+            if now >= deadline:
+                return
+            if bookmarks and now - last_bookmark >= self.bookmark_interval:
+                since, last_bookmark = max(since, current), now
+                yield {"type": "BOOKMARK", "object": {
+                    "kind": kind.kind, "apiVersion": kind.group_version,
+                    "metadata": {"resourceVersion": str(since)}}}
+
+    def _changes_since(self, since: int, kind: Kind) -> list[Change]:
+        return [c for c in self._history if c.resource_version > since and c.kind is kind]
+
+    def _interrupted(self, generation: int, since: int) -> bool:
+        return (self._stopping.is_set() or self._drop_generation != generation
+                or since < self._compacted)
+
+    def create(self, kind: Kind, namespace: str, query: Mapping[str, str], body: Obj,
+               request: Request) -> tuple[int, Obj]:
+        if query.get("dryRun") != "All" or kind.kind != "Pod":
+            self.unexpected_writes.append(request)
+            return 405, status_body(405, "MethodNotAllowed", "this test server is read only")
+        self.dry_runs.append(body)
+        return _admit(self, namespace, body)
+
+    def namespace_objects(self, plural: str, namespace: str) -> list[Obj]:
+        with self._lock:
+            return [o for (ns, _), o in self._objects[plural].items() if ns == namespace]
+
+
+# -- admission, as kube-apiserver's ResourceQuota and RuntimeClass plugins do it -------------
+
+def _admit(api: FakeKubeAPI, namespace: str, body: Obj) -> tuple[int, Obj]:
+    pod = copy.deepcopy(body)
+    meta = pod.setdefault("metadata", {})
+    display = meta.get("name") or meta.get("generateName", "")
+    runtime_class = pod.get("spec", {}).get("runtimeClassName")
+    if runtime_class and runtime_class not in {
+            o["metadata"]["name"] for o in api.namespace_objects("runtimeclasses", "")}:
+        return 403, status_body(
+            403, "Forbidden",
+            f'pods "{display}" is forbidden: pod rejected: RuntimeClass "{runtime_class}" '
+            "not found", {"name": display, "kind": "pods"})
+    requests = _pod_requests(pod)
+    for quota in api.namespace_objects("resourcequotas", namespace):
+        hard = quota.get("status", {}).get("hard", {})
+        used = quota.get("status", {}).get("used", {})
+        over = [key for key, limit in hard.items() if key in requests
+                and int(used.get(key, 0)) + requests[key] > int(limit)]
+        if over:
+            def listing(values: Mapping[str, Any], keys: list[str] = over) -> str:
+                return ",".join(f"{k}={values.get(k, 0)}" for k in keys)
+            return 403, status_body(
+                403, "Forbidden",
+                f'pods "{display}" is forbidden: exceeded quota: {quota["metadata"]["name"]}, '
+                f"requested: {listing(requests)}, used: {listing(used)}, "
+                f"limited: {listing(hard)}", {"name": display, "kind": "pods"})
+    if not meta.get("name"):
+        meta["name"] = f"{meta.get('generateName', 'pod-')}x7k2q"
+    meta.update(namespace=namespace, uid="0d5c2a9e-dry-run", resourceVersion="",
+                creationTimestamp="2026-11-30T13:00:00Z")
+    pod.setdefault("spec", {}).setdefault("schedulerName", "default-scheduler")
+    pod["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+    return 201, {"apiVersion": "v1", "kind": "Pod", **pod}
+
+
+def _pod_requests(pod: Obj) -> dict[str, int]:
+    """Integer requests of the app containers, extended resources defaulted from limits."""
+    totals: dict[str, int] = {}
+    for container in pod.get("spec", {}).get("containers", []):
+        resources = container.get("resources", {})
+        merged = {**resources.get("limits", {}), **resources.get("requests", {})}
+        for name, value in merged.items():
+            if str(value).isdigit():
+                totals[f"requests.{name}"] = totals.get(f"requests.{name}", 0) + int(value)
+    return totals
+
+
+# -- selectors ----------------------------------------------------------------------
+
+def _field(obj: Obj, path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return "" if value is None else str(value)
+
+
+_SET_EXPRESSION = re.compile(r"^(!?)([\w./-]+)(?:\s+(in|notin)\s+\(([^)]*)\))?$")
+
+
+def _split_selector(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def _selector(field_selector: str, label_selector: str) -> Callable[[Obj], bool]:
+    tests: list[Callable[[Obj], bool]] = []
+    for term in _split_selector(field_selector):
+        tests.append(_field_test(term))
+    for term in _split_selector(label_selector):
+        tests.append(_label_test(term))
+    return lambda obj: all(test(obj) for test in tests)
+
+
+def _field_test(term: str) -> Callable[[Obj], bool]:
+    name, negate, value = _equality(term)
+    return lambda obj: (_field(obj, name) == value) != negate
+
+
+def _equality(term: str) -> tuple[str, bool, str]:
+    for operator, negate in (("!=", True), ("==", False), ("=", False)):
+        if operator in term:
+            name, _, value = term.partition(operator)
+            return name.strip(), negate, value.strip()
+    raise ValueError(f"bad selector term {term!r}")
+
+
+def _label_test(term: str) -> Callable[[Obj], bool]:
+    def labels(obj: Obj) -> dict[str, str]:
+        result: dict[str, str] = obj.get("metadata", {}).get("labels") or {}
+        return result
+
+    match = _SET_EXPRESSION.match(term)
+    if match and (match.group(3) or "=" not in term):
+        bang, key, operator, values = match.groups()
+        if operator:
+            allowed = {v.strip() for v in values.split(",")}
+            inside = operator == "in"
+            return lambda o: (key in labels(o) and labels(o)[key] in allowed) == inside
+        return lambda o: (key in labels(o)) != bool(bang)
+    name, negate, value = _equality(term)
+    return lambda o: (labels(o).get(name) == value) != negate
+
+
+def _watch_event(change: Change, namespace: str, matches: Callable[[Obj], bool]) -> Obj | None:
+    def visible(obj: Obj | None) -> bool:
+        return (obj is not None and (not namespace or _key(obj)[0] == namespace)
+                and matches(obj))
+
+    was, now = visible(change.old), visible(change.new)
+    if change.deleted:
+        return {"type": "DELETED", "object": change.new} if was else None
+    if now:
+        return {"type": "MODIFIED" if was else "ADDED", "object": change.new}
+    if was:  # no longer matches the selector: the API server reports it as DELETED
+        return {"type": "DELETED", "object": change.new}
+    return None
+
+
+def _key(obj: Obj) -> Key:
+    meta = obj.get("metadata", {})
+    return meta.get("namespace", "") or "", meta.get("name", "")
+
+
+def _as_list_item(item: Obj) -> Obj:
+    """kube-apiserver's list items carry no kind / apiVersion (kubectl adds them)."""
+    return {k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
+
+
+# -- HTTP -------------------------------------------------------------------------------
+
+def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        timeout = 30
+
+        def setup(self) -> None:
+            super().setup()
+            # headers and body go out as separate writes; without this, Nagle + delayed ACK
+            # add 40 ms to every keep-alive request
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            return
+
+        def do_GET(self) -> None:
+            self._serve("GET")
+
+        def do_POST(self) -> None:
+            self._serve("POST")
+
+        def do_PUT(self) -> None:
+            self._serve("PUT")
+
+        def do_PATCH(self) -> None:
+            self._serve("PATCH")
+
+        def do_DELETE(self) -> None:
+            self._serve("DELETE")
+
+        def _serve(self, method: str) -> None:
+            split = urlsplit(self.path)
+            query = dict(parse_qsl(split.query, keep_blank_values=True))
+            request = Request(method, split.path, query)
+            api.requests.append(request)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length)) if length else {}
+            fault = api.take_fault(method, split.path, split.query)
+            if fault is not None and self._fault(fault):
+                return
+            truncate = fault is not None and fault.kind == "truncate"
+            if split.path == "/version":
+                self._send(200, {"major": "1", "minor": "36", "gitVersion": "v1.36.2"}, truncate)
+                return
+            route = api.route(split.path)
+            if route is None:
+                self._send(404, status_body(404, "NotFound", "the server could not find the "
+                                            "requested resource"), truncate)
+                return
+            kind, namespace, name = route
+            if method == "POST" and not name:
+                self._send(*api.create(kind, namespace, query, body, request), truncate)
+            elif method != "GET":
+                api.unexpected_writes.append(request)
+                self._send(405, status_body(405, "MethodNotAllowed", "read only"), truncate)
+            elif name:
+                self._send(*api.read(kind, namespace, name), truncate)
+            elif query.get("watch") in ("1", "true"):
+                self._stream(api.watch(kind, namespace, query))
+            else:
+                self._send(*api.list_items(kind, namespace, query), truncate)
+
+        def _fault(self, fault: Fault) -> bool:
+            """Apply a fault; True when the request is answered (or the connection gone)."""
+            if fault.kind == "delay":
+                api._stopping.wait(fault.seconds)
+                return False
+            if fault.kind == "status":
+                self._send(int(fault.status["code"]), fault.status)
+                return True
+            if fault.kind == "reset":
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+                self.connection.close()
+                self.close_connection = True
+                return True
+            return False
+
+        def _send(self, code: int, document: Obj, truncate: bool = False) -> None:
+            data = json.dumps(document).encode()
+            if truncate:
+                data = data[: len(data) // 2]
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _stream(self, events: Iterator[Obj | None]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                for event in events:
+                    if event is None:  # dropped: no terminating chunk
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
+                        return
+                    line = json.dumps(event).encode() + b"\n"
+                    self.wfile.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except OSError:  # the client went away
+                self.close_connection = True
+
+    return Handler
+
+
+def generated_cluster(nodes: int, pods_per_node: int, gpus_per_node: int = 8) -> list[Obj]:
+    """Nodes with GPUs and Running pods holding one GPU each, as list items of a large cluster."""
+    objects: list[Obj] = []
+    for n in range(nodes):
+        node_name = f"gen-node-{n:05d}"
+        objects.append({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node_name, "uid": f"node-{n}",
+                         "labels": {"kubernetes.io/hostname": node_name, "pool": "gen"},
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {},
+            "status": {
+                "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110",
+                             "nvidia.com/gpu": str(gpus_per_node)},
+                "allocatable": {"cpu": "63", "memory": "500Gi", "pods": "110",
+                                "nvidia.com/gpu": str(gpus_per_node)},
+                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                "images": [{"names": [f"registry.example/image:{i}"], "sizeBytes": 1000}
+                           for i in range(5)],
+                "nodeInfo": {"kubeletVersion": "v1.36.2"},
+            },
+        })
+        for p in range(pods_per_node):
+            objects.append({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"gen-{n:05d}-{p:03d}", "namespace": f"team-{p % 7}",
+                             "uid": f"pod-{n}-{p}", "labels": {"app": f"gen-{p}"},
+                             "annotations": {"kubectl.kubernetes.io/restartedAt": "never"},
+                             "managedFields": [{"manager": "kubectl", "operation": "Update"}]},
+                "spec": {"nodeName": node_name, "schedulerName": "default-scheduler",
+                         "containers": [{
+                             "name": "main", "image": "registry.example/train:1",
+                             "command": ["python", "train.py", "--epochs", "10"],
+                             "env": [{"name": "RANK", "value": str(p)}],
+                             "resources": {"limits": {"nvidia.com/gpu": "1"} if p < gpus_per_node
+                                           else {},
+                                           "requests": {"cpu": "1", "memory": "2Gi"}}}],
+                         "tolerations": [{"key": "node.kubernetes.io/not-ready",
+                                          "operator": "Exists", "effect": "NoExecute"}]},
+                "status": {"phase": "Running", "podIP": "10.0.0.1",
+                           "conditions": [{"type": "Ready", "status": "True"}],
+                           "containerStatuses": [{"name": "main", "ready": True,
+                                                  "restartCount": 0}]},
+            })
+    return objects

@@ -1,0 +1,258 @@
+"""A local stand-in for Slack: Web API and response_url over HTTP, Socket Mode over a websocket.
+
+Everything listens on 127.0.0.1 and records what the app sent, so tests can assert on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import itertools
+import json
+import queue
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from websockets.sync.server import ServerConnection, serve
+
+BOT_USER = "UBOT"
+BOT_ID = "BBOT"
+TEAM = "T0GPU"
+APP_ID = "A0GPU"
+
+@dataclass(frozen=True)
+class Call:
+    method: str  # Web API method, or "response_url"
+    params: dict[str, Any]
+    path: str
+    headers: dict[str, str]
+
+class FakeSlack:
+    """Web API methods gpuwhy uses, recording every call; optional 429s and errors per method."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.socket: FakeSocketMode | None = None
+        self._changed = threading.Condition()
+        self._ts = itertools.count(1)
+        self._rate_limited: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
+        self._errors: dict[str, str] = {}
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                fake._handle(self)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def api_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, name: str = "1") -> str:
+        return f"http://127.0.0.1:{self.port}/commands/{TEAM}/{name}"
+
+    def rate_limit(self, method: str, times: int = 1, retry_after: int = 0) -> None:
+        """Answer the next ``times`` calls of ``method`` with 429 and Retry-After."""
+        self._rate_limited[method] = [times, retry_after]
+
+    def fail(self, method: str, error: str) -> None:
+        """Answer every call of ``method`` with ``{"ok": false, "error": error}``."""
+        self._errors[method] = error
+
+    def calls_to(self, method: str) -> list[Call]:
+        with self._changed:
+            return [call for call in self.calls if call.method == method]
+
+    def wait_for(self, method: str, count: int = 1, timeout: float = 10) -> list[Call]:
+        """The first ``count`` calls of ``method``, waiting for them to arrive."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                found = [call for call in self.calls if call.method == method]
+                if len(found) >= count:
+                    return found[:count]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    seen = [call.method for call in self.calls]
+                    raise AssertionError(f"{count} × {method} not called within {timeout}s: {seen}")
+                self._changed.wait(left)
+
+    def settle(self, seconds: float = 0.3) -> None:
+        """Give background listeners a moment, for asserting that nothing more was sent."""
+        time.sleep(seconds)
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        if self.socket is not None:
+            self.socket.close()
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        length = int(request.headers.get("Content-Length") or 0)
+        raw = request.rfile.read(length).decode("utf-8")
+        if "json" in (request.headers.get("Content-Type") or ""):
+            params: dict[str, Any] = json.loads(raw or "{}")
+        else:
+            params = {k: v[0] for k, v in urllib.parse.parse_qs(raw).items()}
+        path = urllib.parse.urlsplit(request.path).path
+        method = path.removeprefix("/api/") if path.startswith("/api/") else "response_url"
+        call = Call(method, params, request.path, dict(request.headers.items()))
+        with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+            limited = self._rate_limited.get(method)
+            if limited and limited[0] > 0:
+                limited[0] -= 1
+                self._reply(request, 429, {"ok": False, "error": "ratelimited"},
+                            {"Retry-After": str(limited[1])})
+                return
+        if method in self._errors:
+            self._reply(request, 200, {"ok": False, "error": self._errors[method]})
+            return
+        self._reply(request, 200, self._answer(method, params))
+
+    def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "auth.test":
+            return {"ok": True, "url": "https://gpuwhy-test.example/", "team": "gpuwhy test",
+                    "user": "gpuwhy", "team_id": TEAM, "user_id": BOT_USER, "bot_id": BOT_ID}
+        if method == "chat.postMessage":
+            ts = f"1764511500.{next(self._ts):06d}"
+            return {"ok": True, "channel": params.get("channel"), "ts": ts,
+                    "message": {"type": "message", "user": BOT_USER, "bot_id": BOT_ID,
+                                "text": params.get("text", ""), "ts": ts}}
+        if method == "chat.postEphemeral":
+            return {"ok": True, "message_ts": f"1764511600.{next(self._ts):06d}"}
+        if method == "apps.connections.open":
+            if self.socket is None:
+                return {"ok": False, "error": "invalid_auth"}
+            return {"ok": True, "url": self.socket.url}
+        if method == "response_url":
+            return {"ok": True}
+        return {"ok": False, "error": "unknown_method"}
+
+    @staticmethod
+    def _reply(request: BaseHTTPRequestHandler, status: int, body: dict[str, Any],
+               headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        request.send_response(status)
+        request.send_header("Content-Type", "application/json; charset=utf-8")
+        request.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {}).items():
+            request.send_header(name, value)
+        request.end_headers()
+        request.wfile.write(data)
+
+class FakeSocketMode:
+    """Slack's Socket Mode endpoint: ``hello``, then the envelopes a test pushes; reads the acks."""
+
+    def __init__(self) -> None:
+        self.acks: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.connected = threading.Event()
+        self._connection: ServerConnection | None = None
+        self._server = serve(self._session, "127.0.0.1", 0)
+        self.port = self._server.socket.getsockname()[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/link/?ticket=gpuwhy-test"
+
+    def _session(self, connection: ServerConnection) -> None:
+        self._connection = connection
+        connection.send(json.dumps({
+            "type": "hello", "num_connections": 1,
+            "debug_info": {"host": "fake-slack", "approximate_connection_time": 18060},
+            "connection_info": {"app_id": APP_ID},
+        }))
+        self.connected.set()
+        for message in connection:
+            self.acks.put(json.loads(message))
+
+    def send(self, envelope: dict[str, Any]) -> None:
+        if not self.connected.wait(10) or self._connection is None:
+            raise AssertionError("the app never connected to the Socket Mode endpoint")
+        self._connection.send(json.dumps(envelope))
+
+    def ack_for(self, envelope_id: str, timeout: float = 10) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                ack = self.acks.get(timeout=left)
+            except queue.Empty:
+                break
+            if ack.get("envelope_id") == envelope_id:
+                return ack
+        raise AssertionError(f"no ack for envelope {envelope_id} within {timeout}s")
+
+    def close(self) -> None:
+        self._server.shutdown()
+
+# --- requests as Slack sends them -----------------------------------------------------------
+
+def sign(secret: str, body: str, timestamp: int | None = None) -> dict[str, str]:
+    """Headers Slack adds: X-Slack-Request-Timestamp and the v0 HMAC-SHA256 signature."""
+    stamp = str(int(time.time()) if timestamp is None else timestamp)
+    digest = hmac.new(secret.encode(), f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"x-slack-request-timestamp": stamp, "x-slack-signature": f"v0={digest}"}
+
+def command_payload(text: str, *, channel: str = "C0SUPPORT", user: str = "U0ALICE",
+                    response_url: str = "", trigger: str = "1") -> dict[str, str]:
+    return {
+        "token": "legacy-verification-token", "team_id": TEAM, "team_domain": "gpuwhy-test",
+        "channel_id": channel, "channel_name": "support", "user_id": user, "user_name": "alice",
+        "command": "/gpuwhy", "text": text, "api_app_id": APP_ID, "is_enterprise_install": "false",
+        "response_url": response_url, "trigger_id": f"{trigger}.1.abc",
+    }
+
+def command_body(text: str, **kwargs: Any) -> str:
+    return urllib.parse.urlencode(command_payload(text, **kwargs))
+
+def message_event(text: str, *, channel: str = "C0SUPPORT", thread_ts: str | None,
+                  event_id: str, user: str = "U0ALICE", ts: str = "1764511999.000100",
+                  ) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "type": "message", "channel": channel, "user": user, "text": text, "ts": ts,
+        "event_ts": ts, "channel_type": "channel",
+    }
+    if thread_ts is not None:
+        event["thread_ts"] = thread_ts
+    return {
+        "token": "legacy-verification-token", "team_id": TEAM, "api_app_id": APP_ID,
+        "event": event, "type": "event_callback", "event_id": event_id,
+        "event_time": 1764511999, "authorizations": [
+            {"team_id": TEAM, "user_id": BOT_USER, "is_bot": True, "is_enterprise_install": False}
+        ],
+    }
+
+def button_payload(*, channel: str, message_ts: str, value: str, user: str = "U0ALICE",
+                   response_url: str = "") -> dict[str, Any]:
+    return {
+        "type": "block_actions", "team": {"id": TEAM, "domain": "gpuwhy-test"},
+        "user": {"id": user, "username": "alice", "team_id": TEAM}, "api_app_id": APP_ID,
+        "token": "legacy-verification-token",
+        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel,
+                      "is_ephemeral": False},
+        "trigger_id": "2.1.abc", "channel": {"id": channel, "name": "support"},
+        "message": {"type": "message", "user": BOT_USER, "bot_id": BOT_ID, "ts": message_ts,
+                    "text": "answer"},
+        "response_url": response_url,
+        "actions": [{"action_id": "show_devices", "block_id": "gpuwhy_answer",
+                     "text": {"type": "plain_text", "text": "Show devices"}, "value": value,
+                     "type": "button", "action_ts": "1764512000.000001"}],
+    }
+
+def button_body(**kwargs: Any) -> str:
+    return urllib.parse.urlencode({"payload": json.dumps(button_payload(**kwargs))})

@@ -1,0 +1,154 @@
+"""`gpuwhy digest`, `gpuwhy stats`, `gpuwhy db upgrade`: output, posting, and bad input."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from slackfake import FakeSlack
+
+from bot.cli import main
+from bot.digest import last_full_week, week_key
+from bot.store import Store
+from triage.verdict import Verdict
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("GPUWHY_DATABASE_URL", "GPUWHY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    """A store with two answers in the last full week (UTC) and one the week before."""
+    url = f"sqlite:///{tmp_path / 'gpuwhy.db'}"
+    store = Store(url)
+    store.upgrade()
+    last_week = last_full_week(datetime.now(UTC), ZoneInfo("UTC")) + timedelta(days=2)
+    for number, (ref, cause, at) in enumerate((
+            ("ml/train", "exhausted", last_week),
+            ("ml/train", "exhausted", last_week + timedelta(hours=1)),
+            ("ml/train", "allocatable-zero", last_week - timedelta(days=7)))):
+        store.record(Verdict(ref, cause, "act"), cluster="prod", asked_by="U1", source="slack",
+                     channel="C1", message_ts=f"1.{number}", at=at)
+    store.close()
+    return url
+
+
+@pytest.fixture
+def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlack]:
+    fake = FakeSlack()
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_API_URL", fake.api_url)
+    yield fake
+    fake.close()
+
+
+def last_week_key() -> str:
+    return week_key(last_full_week(datetime.now(UTC), ZoneInfo("UTC")))
+
+
+def test_digest_prints_last_week(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["digest", "--db", db]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"gpuwhy digest {last_week_key()}")
+    assert "2 answers, 1 the week before" in out
+    assert "Asked more than once: ml/train ×2" in out
+
+
+def test_stats_prints_a_table(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", "--db", db, "--weeks", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "gpuwhy answers per week (UTC)"
+    assert lines[1].split()[1:3] == [week_key(last_full_week(datetime.now(UTC),
+                                                              ZoneInfo("UTC")) - timedelta(7)),
+                                     last_week_key()]
+    assert lines[2].split() == ["allocatable-zero", "1", "0", "0"]
+    assert lines[3].split() == ["exhausted", "0", "2", "0"]
+
+
+def test_db_upgrade_creates_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "new" / "gpuwhy.db"
+    assert main(["db", "upgrade", "--db", f"sqlite:///{path}"]) == 0
+    assert path.exists()
+    assert "is up to date" in capsys.readouterr().out
+
+
+def test_db_url_from_the_environment(
+    db: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("GPUWHY_DATABASE_URL", db)
+    assert main(["digest"]) == 0
+    assert "2 answers" in capsys.readouterr().out
+
+
+def test_post_goes_out_once_per_week(
+    db: str, slack: FakeSlack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["digest", "--db", db, "--post", "C-digest"]) == 0
+    assert main(["digest", "--db", db, "--post", "C-digest"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"posted the digest {last_week_key()} to C-digest",
+                   f"the digest {last_week_key()} was already posted to C-digest"]
+    (call,) = slack.calls_to("chat.postMessage")
+    assert call.params["channel"] == "C-digest"
+    assert call.headers["Authorization"] == "Bearer xoxb-test"
+    blocks = call.params["blocks"]
+    blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
+    assert blocks[0]["text"]["text"] == f"gpuwhy digest {last_week_key()}"
+
+
+def test_failed_post_is_one_line_and_can_be_retried(
+    db: str, slack: FakeSlack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    slack.fail("chat.postMessage", "channel_not_found")
+    assert main(["digest", "--db", db, "--post", "C-gone"]) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "channel_not_found" in err and "Traceback" not in err
+    slack._errors.clear()
+    assert main(["digest", "--db", db, "--post", "C-gone"]) == 0
+    assert len(slack.calls_to("chat.postMessage")) == 2
+
+
+def test_post_without_a_token(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["digest", "--db", db, "--post", "C1"]) == 2
+    assert capsys.readouterr().err == \
+        "gpuwhy digest: SLACK_BOT_TOKEN is not set; it is needed to post\n"
+
+
+@pytest.mark.parametrize("command", ["digest", "stats"])
+@pytest.mark.parametrize("weeks", ["0", "-1", "x", "99"])
+def test_bad_weeks(db: str, command: str, weeks: str,
+                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--db", db, "--weeks", weeks]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuwhy {command}: weeks must be") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(("url", "code", "says"), [
+    ("not-a-url", 2, "is not a database URL"),
+    ("oracle+nothere://h/db", 2, "unsupported driver"),
+    ("postgresql+psycopg://gpuwhy:pw@127.0.0.1:1/gpuwhy", 4, "Connection refused"),
+])
+@pytest.mark.parametrize("command", [["digest"], ["stats"], ["db", "upgrade"]])
+def test_bad_database(command: list[str], url: str, code: int, says: str,
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*command, "--db", url]) == code
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuwhy {' '.join(command)}: ") and says in err
+    assert err.count("\n") == 1 and "Traceback" not in err and ":pw@" not in err
+
+
+def test_bad_timezone_in_config(db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("digest:\n  timezone: Mars/Olympus\n")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    assert main(["digest", "--db", db]) == 2
+    assert capsys.readouterr().err == ("gpuwhy digest: unknown timezone 'Mars/Olympus' "
+                                       "(use an IANA name such as Europe/Berlin)\n")

@@ -1,0 +1,475 @@
+"""The bolt app end to end: signed requests in, calls to a local fake Slack Web API out."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import time
+import urllib.parse
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slack_bolt import App, BoltRequest, BoltResponse
+from slackfake import (
+    FakeSlack,
+    button_body,
+    command_body,
+    message_event,
+    sign,
+)
+
+from bot.app import create_app, slack_client
+from bot.config import BotConfig
+from bot.sources import SnapshotSource
+from bot.store import Store
+from triage.errors import ClusterError
+from triage.refs import USAGE, PodRef
+from triage.verdict import Verdict
+from triage.vocabulary import CAUSES
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SEVEN_STATES = FIXTURES / "scenarios" / "seven-states"
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+TRIAGED_AT = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
+CHANNEL = "C0SUPPORT"
+FORM = "application/x-www-form-urlencoded"
+
+
+def golden(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / "golden" / f"{name}.json")
+                                      .read_text(encoding="utf-8"))
+    return data
+
+
+class FailingSource:
+    """A triage source whose cluster cannot be read, or that breaks in some other way."""
+
+    cluster = "broken"
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def triage(self, ref: PodRef) -> Verdict:
+        raise self.error
+
+
+class FixedSource:
+    cluster = "fixed"
+
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+
+    def triage(self, ref: PodRef) -> Verdict:
+        return self.verdict
+
+
+@pytest.fixture(scope="module")
+def seven_states() -> SnapshotSource:
+    return SnapshotSource(SEVEN_STATES)
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    fake = FakeSlack()
+    yield fake
+    fake.close()
+
+
+def make_app(slack: FakeSlack, source: Any, *, store: Store | None = None,
+             config: BotConfig | None = None) -> App:
+    client = slack_client({"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_API_URL": slack.api_url})
+    return create_app(config or BotConfig(database_url="sqlite://"), source, store, client,
+                      signing_secret=SECRET, clock=lambda: TRIAGED_AT)
+
+
+def dispatch(app: App, body: str, *, content_type: str = FORM, secret: str = SECRET,
+             timestamp: int | None = None, extra: dict[str, str] | None = None) -> BoltResponse:
+    headers = {"content-type": content_type, **sign(secret, body, timestamp), **(extra or {})}
+    return app.dispatch(BoltRequest(body=body, headers=headers))
+
+
+def ask(app: App, slack: FakeSlack, text: str, **kwargs: Any) -> BoltResponse:
+    return dispatch(app, command_body(text, response_url=slack.response_url(), **kwargs))
+
+
+def ack_text(response: BoltResponse) -> str:
+    assert response.status == 200
+    return str(json.loads(response.body)["text"])
+
+
+def event_body(text: str, *, thread_ts: str | None, event_id: str, **kwargs: Any) -> str:
+    return json.dumps(message_event(text, thread_ts=thread_ts, event_id=event_id, **kwargs))
+
+
+def web_calls(slack: FakeSlack) -> list[str]:
+    """Calls besides the token check bolt makes at start-up."""
+    return [call.method for call in slack.calls if call.method != "auth.test"]
+
+
+def _posted_ts(slack: FakeSlack, index: int) -> str:
+    # The fake numbers messages in order: the n-th chat.postMessage got ts ...00000n+1.
+    return f"1764511500.{index + 1:06d}"
+
+
+# --- the answer ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["research/full", "research full", "-n research full",
+                                  "pod/full -n research", "  research/full  "])
+def test_answer_is_posted_in_the_channel(text: str, slack: FakeSlack,
+                                         seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    response = ask(app, slack, text)
+    assert (response.status, response.body) == (200, "")
+    [post] = slack.wait_for("chat.postMessage")
+    want = golden("seven-states--research--full")
+    assert post.params["channel"] == CHANNEL
+    assert post.params["blocks"] == want["blocks"]
+    assert post.params["text"] == want["text"]
+    assert "thread_ts" not in post.params
+    assert post.headers["Authorization"] == "Bearer xoxb-test"
+
+
+def test_workload_name_is_answered_with_its_kind(slack: FakeSlack,
+                                                 seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    ask(app, slack, "ml/finetune")
+    [post] = slack.wait_for("chat.postMessage")
+    assert post.params["blocks"] == golden("seven-states--ml--finetune")["blocks"]
+    assert post.params["blocks"][0]["text"]["text"] == "🔒 *quota-exceeded* — ml/finetune (Job)"
+
+
+def test_answer_is_recorded_with_its_thread(tmp_path: Path, slack: FakeSlack,
+                                            seven_states: SnapshotSource) -> None:
+    database = tmp_path / "gpuwhy.db"
+    store = Store(f"sqlite:///{database}")
+    store.upgrade()
+    app = make_app(slack, seven_states, store=store)
+    ask(app, slack, "research/full", user="U0BOB")
+    slack.wait_for("chat.postMessage")
+    ts = _posted_ts(slack, 0)
+    incident = wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
+    assert incident.verdict.cause == "exhausted"
+    assert incident.created_at == TRIAGED_AT
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT asked_by, source, channel, message_ts, namespace, name "
+                          "FROM incidents").fetchall()
+    assert rows == [("U0BOB", "slack", CHANNEL, ts, "research", "full")]
+
+
+def wait_until(probe: Any, timeout: float = 5) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if (value := probe()) is not None:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+def test_store_failure_does_not_stop_the_reply(tmp_path: Path, slack: FakeSlack,
+                                               seven_states: SnapshotSource,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'no-schema.db'}")  # never upgraded: no tables
+    app = make_app(slack, seven_states, store=store)
+    with caplog.at_level(logging.WARNING):
+        ask(app, slack, "research/full")
+        slack.wait_for("chat.postMessage")
+        ts = _posted_ts(slack, 0)
+        dispatch(app, event_body("show devices", thread_ts=ts, event_id="Ev-store"),
+                 content_type="application/json")
+        replies = slack.wait_for("chat.postMessage", 2)
+        wait_until(lambda: "not stored yet" in caplog.text or None)
+    assert replies[1].params["thread_ts"] == ts
+
+
+def test_answer_goes_to_the_asker_when_the_bot_is_not_in_the_channel(
+        slack: FakeSlack, seven_states: SnapshotSource) -> None:
+    slack.fail("chat.postMessage", "not_in_channel")
+    app = make_app(slack, seven_states)
+    ask(app, slack, "research/full")
+    [reply] = slack.wait_for("response_url")
+    assert reply.params["blocks"] == golden("seven-states--research--full")["blocks"]
+    assert reply.params["text"].endswith("(I can't post in this channel; invite me to get a "
+                                         "thread.)")
+
+
+def test_rate_limited_post_is_retried_after_retry_after(slack: FakeSlack,
+                                                        seven_states: SnapshotSource) -> None:
+    slack.rate_limit("chat.postMessage", times=1, retry_after=1)
+    app = make_app(slack, seven_states)
+    started = time.monotonic()
+    ask(app, slack, "research/full")
+    first, second = slack.wait_for("chat.postMessage", 2)
+    assert time.monotonic() - started >= 1
+    assert first.params == second.params
+    slack.settle()
+    assert web_calls(slack) == ["chat.postMessage", "chat.postMessage"]
+
+
+# --- bad input, help, failures --------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", USAGE),
+    ("   ", USAGE),
+    ("research", USAGE),
+    ("research/full extra words", USAGE),
+    ("-n research", USAGE),
+    ("-n a -n b pod", USAGE),
+    ("x" * 400, "that is 400 characters; a pod reference is shorter. " + USAGE),
+    ("Research/full", "`Research` is not a valid namespace name. " + USAGE),
+    ("research/Bad_Name", "`Bad_Name` is not a valid pod or workload name. " + USAGE),
+    ("<!channel>/x", "`&lt;!channel&gt;` is not a valid namespace name. " + USAGE),
+])
+def test_bad_input_gets_the_usage_line_and_nothing_else(text: str, message: str,
+                                                        slack: FakeSlack,
+                                                        seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    assert ack_text(ask(app, slack, text)) == message
+    slack.settle()
+    assert web_calls(slack) == []
+
+
+def test_help_lists_usage_and_every_cause(slack: FakeSlack,
+                                          seven_states: SnapshotSource) -> None:
+    text = ack_text(ask(make_app(slack, seven_states), slack, "help"))
+    lines = text.splitlines()
+    assert lines[0] == USAGE
+    assert lines[1] == "usage: /gpuwhy stats [WEEKS]  (WEEKS: 1 to 52)"
+    assert lines[-len(CAUSES):] == [f"{c.emoji} `{c.cause}` — {c.summary}" for c in CAUSES]
+
+
+def test_cluster_failure_is_one_plain_sentence(slack: FakeSlack) -> None:
+    sentence = "The cluster at https://127.0.0.1:1 is unreachable: connection refused."
+    app = make_app(slack, FailingSource(ClusterError(sentence)))
+    assert ask(app, slack, "research/full").body == ""
+    [reply] = slack.wait_for("response_url")
+    assert reply.params == {"text": sentence}
+    slack.settle()
+    assert web_calls(slack) == ["response_url"]
+
+
+def test_unexpected_failure_is_an_apology_and_a_logged_traceback(
+        slack: FakeSlack, caplog: pytest.LogCaptureFixture) -> None:
+    app = make_app(slack, FailingSource(KeyError("internal detail 42")))
+    with caplog.at_level(logging.ERROR):
+        ask(app, slack, "research/full")
+        [reply] = slack.wait_for("response_url")
+    assert reply.params["text"] == ("Sorry, something went wrong while answering that. "
+                                    "It has been logged; please try again.")
+    assert "internal detail" not in json.dumps(reply.params)
+    assert "Traceback" in caplog.text and "internal detail 42" in caplog.text
+
+
+# --- access control ---------------------------------------------------------------------------
+
+ACCESS = BotConfig(database_url="sqlite://", channels={CHANNEL: ("research",), "C0ALL": ("*",)})
+
+
+@pytest.mark.parametrize(("channel", "text", "refusal"), [
+    ("C0RANDOM", "research/full",
+     "Sorry, I don't answer in this channel. Please ask in your support channel."),
+    ("C0RANDOM", "stats", "Sorry, I don't answer in this channel. Please ask in your support "
+                          "channel."),
+    (CHANNEL, "ml/finetune", "Sorry, namespace `ml` can't be described in this channel. "
+                             "Please ask in the channel for that team."),
+])
+def test_access_is_refused_politely_and_logged(channel: str, text: str, refusal: str,
+                                               slack: FakeSlack, seven_states: SnapshotSource,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    app = make_app(slack, seven_states, config=ACCESS)
+    with caplog.at_level(logging.INFO):
+        assert ack_text(ask(app, slack, text, channel=channel)) == refusal
+    assert "refused" in caplog.text
+    slack.settle()
+    assert web_calls(slack) == []
+
+
+@pytest.mark.parametrize(("channel", "text"),
+                         [(CHANNEL, "research/full"), ("C0ALL", "ml/finetune")])
+def test_allowed_channels_get_answers(channel: str, text: str, slack: FakeSlack,
+                                      seven_states: SnapshotSource) -> None:
+    ask(make_app(slack, seven_states, config=ACCESS), slack, text, channel=channel)
+    assert slack.wait_for("chat.postMessage")[0].params["channel"] == channel
+
+
+# --- "show devices" ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["show devices", "  Show Devices  ", "SHOW DEVICES"])
+def test_show_devices_in_the_thread(text: str, slack: FakeSlack,
+                                    seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    ask(app, slack, "research/full")
+    slack.wait_for("chat.postMessage")
+    ts = _posted_ts(slack, 0)
+    response = dispatch(app, event_body(text, thread_ts=ts, event_id="Ev1"),
+                        content_type="application/json")
+    assert response.status == 200
+    reply = slack.wait_for("chat.postMessage", 2)[1]
+    want = golden("seven-states--research--full")
+    assert reply.params["thread_ts"] == ts
+    assert reply.params["channel"] == CHANNEL
+    assert reply.params["blocks"] == want["devices_blocks"]
+    assert reply.params["text"] == want["devices_text"]
+
+
+def test_show_devices_button_replies_in_the_thread(slack: FakeSlack,
+                                                   seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    ask(app, slack, "hami/needs-40g")  # not in seven-states: pod-not-found, no devices
+    ask(app, slack, "research/big")
+    slack.wait_for("chat.postMessage", 2)
+    ts = _posted_ts(slack, 1)
+    body = button_body(channel=CHANNEL, message_ts=ts, value="research/big",
+                       response_url=slack.response_url("button"))
+    assert dispatch(app, body).status == 200
+    reply = slack.wait_for("chat.postMessage", 3)[2]
+    assert reply.params["thread_ts"] == ts
+    assert reply.params["blocks"] == golden("seven-states--research--big")["devices_blocks"]
+
+
+def test_button_of_a_forgotten_answer_says_so(slack: FakeSlack,
+                                              seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    body = button_body(channel=CHANNEL, message_ts="1700000000.000001", value="research/full",
+                       response_url=slack.response_url("button"))
+    assert dispatch(app, body).status == 200
+    [reply] = slack.wait_for("response_url")
+    assert reply.params["text"] == ("I no longer have that answer, so I can't show its devices. "
+                                    "Ask again with /gpuwhy research/full.")
+    assert reply.params["replace_original"] is False
+
+
+def test_show_devices_after_a_restart_comes_from_the_store(tmp_path: Path, slack: FakeSlack,
+                                                           seven_states: SnapshotSource) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+    store.upgrade()
+    ask(make_app(slack, seven_states, store=store), slack, "research/full")
+    slack.wait_for("chat.postMessage")
+    ts = _posted_ts(slack, 0)
+    wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
+    restarted = make_app(slack, FailingSource(ClusterError("unreachable")), store=store)
+    dispatch(restarted, event_body("show devices", thread_ts=ts, event_id="Ev-restart"),
+             content_type="application/json")
+    reply = slack.wait_for("chat.postMessage", 2)[1]
+    assert reply.params["blocks"] == golden("seven-states--research--full")["devices_blocks"]
+
+
+@pytest.mark.parametrize(("text", "thread_ts"), [
+    ("show devices", "1699999999.000001"),  # some other thread
+    ("thanks, that was it", "ours"),  # other text in our thread
+    ("show devices please", "ours"),
+    ("show devices", None),  # top level, no thread
+])
+def test_other_messages_are_ignored(text: str, thread_ts: str | None, slack: FakeSlack,
+                                    seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    ask(app, slack, "research/full")
+    slack.wait_for("chat.postMessage")
+    thread = _posted_ts(slack, 0) if thread_ts == "ours" else thread_ts
+    response = dispatch(app, event_body(text, thread_ts=thread, event_id="Ev-other"),
+                        content_type="application/json")
+    assert response.status == 200
+    slack.settle()
+    assert web_calls(slack) == ["chat.postMessage"]
+
+
+def test_a_retried_event_is_answered_once(slack: FakeSlack,
+                                          seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    ask(app, slack, "research/full")
+    slack.wait_for("chat.postMessage")
+    body = event_body("show devices", thread_ts=_posted_ts(slack, 0), event_id="Ev-retried")
+    first = dispatch(app, body, content_type="application/json")
+    retries = [dispatch(app, body, content_type="application/json",
+                        extra={"x-slack-retry-num": str(n), "x-slack-retry-reason": "http_timeout"})
+               for n in (1, 2)]
+    assert [r.status for r in (first, *retries)] == [200, 200, 200]
+    slack.wait_for("chat.postMessage", 2)
+    slack.settle(0.5)
+    assert web_calls(slack) == ["chat.postMessage", "chat.postMessage"]
+
+
+def test_show_devices_refused_where_the_namespace_is_no_longer_allowed(
+        tmp_path: Path, slack: FakeSlack, seven_states: SnapshotSource,
+        caplog: pytest.LogCaptureFixture) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+    store.upgrade()
+    ask(make_app(slack, seven_states, store=store), slack, "research/full")
+    slack.wait_for("chat.postMessage")
+    ts = _posted_ts(slack, 0)
+    wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
+    strict = BotConfig(database_url="sqlite://", channels={CHANNEL: ("ml",)})
+    reconfigured = make_app(slack, seven_states, store=store, config=strict)
+    with caplog.at_level(logging.INFO):
+        dispatch(reconfigured, event_body("show devices", thread_ts=ts, event_id="Ev-ns"),
+                 content_type="application/json")
+        [refusal] = slack.wait_for("chat.postEphemeral")
+    assert refusal.params == {"channel": CHANNEL, "user": "U0ALICE", "thread_ts": ts,
+                              "text": "Sorry, that namespace can't be described in this channel."}
+    assert "refused devices of research/full" in caplog.text
+    slack.settle()
+    assert web_calls(slack) == ["chat.postMessage", "chat.postEphemeral"]
+
+
+# --- signatures -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", ["forged", "missing", "stale", "future"])
+def test_unsigned_or_stale_requests_are_refused(case: str, slack: FakeSlack,
+                                                seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    body = command_body("research/full", response_url=slack.response_url())
+    if case == "missing":
+        response = app.dispatch(BoltRequest(body=body, headers={"content-type": FORM}))
+    elif case == "forged":
+        response = dispatch(app, body, secret="not-the-secret")
+    else:
+        skew = -301 if case == "stale" else 301
+        response = dispatch(app, body, timestamp=int(time.time()) + skew)
+    assert response.status == 401
+    slack.settle()
+    assert web_calls(slack) == []
+
+
+def test_a_tampered_body_is_refused(slack: FakeSlack, seven_states: SnapshotSource) -> None:
+    app = make_app(slack, seven_states)
+    body = command_body("research/full", response_url=slack.response_url())
+    headers = {"content-type": FORM, **sign(SECRET, body)}
+    tampered = body.replace(urllib.parse.quote("research/full", safe=""), "ml%2Ffinetune")
+    assert tampered != body
+    assert app.dispatch(BoltRequest(body=tampered, headers=headers)).status == 401
+    slack.settle()
+    assert web_calls(slack) == []
+
+
+# --- stats ------------------------------------------------------------------------------------
+
+def test_stats_answers_from_the_store(tmp_path: Path, slack: FakeSlack,
+                                      seven_states: SnapshotSource) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+    store.upgrade()
+    app = make_app(slack, seven_states, store=store)
+    ask(app, slack, "research/full")
+    slack.wait_for("chat.postMessage")
+    wait_until(lambda: store.incident_for_thread(CHANNEL, _posted_ts(slack, 0)))
+    assert ask(app, slack, "stats 2").body == ""
+    [reply] = slack.wait_for("response_url")
+    assert "exhausted" in reply.params["text"]
+    assert reply.params["blocks"]
+
+
+@pytest.mark.parametrize(("text", "start"), [
+    ("stats 0", "weeks must be from 1 to 52, not 0."),
+    ("stats many", "weeks must be a whole number from 1 to 52, not 'many'."),
+    ("stats 1 2", "usage: /gpuwhy stats [WEEKS]"),
+])
+def test_bad_stats_input_gets_its_usage(text: str, start: str, slack: FakeSlack,
+                                        seven_states: SnapshotSource) -> None:
+    assert ack_text(ask(make_app(slack, seven_states), slack, text)).startswith(start)
+
+
+def test_stats_without_a_store_says_so(slack: FakeSlack, seven_states: SnapshotSource) -> None:
+    assert ack_text(ask(make_app(slack, seven_states), slack, "stats")) == (
+        "Stats need the incident store, and this gpuwhy runs without one.")
