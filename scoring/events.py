@@ -238,9 +238,14 @@ def read_hami_events(events: Iterable[Mapping[str, Any]]) -> HamiEvents:
 
 
 def scheduler_scores(events: Iterable[Mapping[str, Any]]) -> dict[str, float] | None:
-    """The node scores of the newest ``FilteringSucceed`` (the scheduler's own), or None."""
-    succeeded = read_hami_events(events).succeeded
-    return dict(succeeded.scores) if succeeded is not None else None
+    """The node scores of the newest ``FilteringSucceed`` (the scheduler's own), or None.
+
+    A newer ``FilteringFailed`` makes them stale: the cluster has changed since.
+    """
+    hami = read_hami_events(events)
+    if hami.succeeded is None or hami.newest == FILTERING_FAILED:
+        return None
+    return dict(hami.succeeded.scores)
 
 
 def _message(event: Mapping[str, Any]) -> str:

@@ -222,3 +222,14 @@ def test_hami_sharing_wants_h100_has_the_old_wording(snapshot: Snapshot) -> None
 def test_hami_sharing_pods_without_events(snapshot: Snapshot) -> None:
     for name in ("too-many-cards", "fits-small"):
         assert read_hami_events(snapshot.events_for("Pod", "hami", name)).newest is None
+
+
+def test_scores_older_than_a_filtering_failure_are_stale() -> None:
+    newest_first = [
+        event("FilteringFailed", "no available node, 2 nodes do not meet",
+              stamp="2026-11-30T12:55:00Z"),
+        event("FilteringSucceed", "find fit node(a), 0 nodes not fit, 1 nodes fit(a:3.00)",
+              stamp="2026-11-30T12:50:00Z", kind="Normal"),
+    ]
+    assert scheduler_scores(newest_first) is None
+    assert scheduler_scores(newest_first[1:]) == {"a": 3.0}
