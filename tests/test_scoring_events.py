@@ -97,7 +97,8 @@ def test_scheduler_scores_takes_the_newest_filtering_succeed() -> None:
         event("FilteringSucceed", "find fit node(a), 0 nodes not fit, 2 nodes fit(b:9.00,a:8.00)",
               "2026-11-30T12:00:00Z", kind="Normal"),
     ]
-    assert scheduler_scores(events) == {"a": 3.0, "b": 1.25}
+    assert scheduler_scores(events[1:]) == {"a": 3.0, "b": 1.25}
+    assert scheduler_scores(events) is None  # a newer failure makes the scores stale
     assert scheduler_scores(events[:1]) is None
     assert scheduler_scores([]) is None
 
