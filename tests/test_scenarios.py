@@ -110,3 +110,10 @@ def test_verdict_round_trips_through_json() -> None:
     again = Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())))
     assert again == verdict
     assert any(d.code == "CardNotHealth" for n in again.nodes for d in n.devices)
+
+
+def test_preemption_text_corroborates_exhausted() -> None:
+    verdict = triage(Snapshot.from_dir(SCENARIOS / "seven-states"), parse_ref("research/full"))
+    assert any(e.field == "scheduler message (preemption)"
+               and e.value == "1 No preemption victims found for incoming pod"
+               for e in verdict.evidence)

@@ -775,6 +775,7 @@ def _assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         for report in reports:
             if report.name in scheduler:
                 report.score = scheduler[report.name]
+    evidence = finding.evidence + _preemption_evidence(subject, message, finding.cause)
     namespace, name = (object_key(pod) if pod is not None else
                        object_key(subject.workload) if subject.workload is not None else
                        (subject.ref.namespace, subject.ref.name))
@@ -783,7 +784,7 @@ def _assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         cause=finding.cause.value,
         action=finding.action,
         kind=kind,
-        evidence=finding.evidence,
+        evidence=evidence,
         nodes=reports,
         node_summary=_node_summary(subject, reports, policy),
         scheduler_message=message,
@@ -797,6 +798,24 @@ def _assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         scheduler_summary=proposal_summary(reports, policy) if reports and not subject.spec.get(
             "nodeName") else None,
     )
+
+
+# Kubernetes 1.36 says why preemption would not help: corroboration, never the only evidence.
+_PREEMPTION_CORROBORATES = {
+    Cause.EXHAUSTED: "No preemption victims found",
+    Cause.NO_GPU_NODE: "Preemption is not helpful",
+    Cause.ALLOCATABLE_ZERO: "Preemption is not helpful",
+    Cause.TOO_LARGE: "Preemption is not helpful",
+}
+
+
+def _preemption_evidence(subject: Subject, message: str | None, cause: Cause) -> list[Evidence]:
+    wanted = _PREEMPTION_CORROBORATES.get(cause)
+    if message is None or wanted is None:
+        return []
+    found = [r for r in parse_failed_scheduling(message).preemption if r.text.startswith(wanted)]
+    return [Evidence(f"Pod {subject.label}", "scheduler message (preemption)",
+                     f"{r.count} {r.text}" if r.count is not None else r.text) for r in found]
 
 
 def _policy(subject: Subject) -> str:

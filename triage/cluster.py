@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -45,7 +46,14 @@ from kubernetes.config import (
 
 from triage.errors import ClusterError
 from triage.refs import PodRef
-from triage.snapshot import WORKLOAD_KINDS, K8sObject, Snapshot, is_terminated, object_key
+from triage.snapshot import (
+    WORKLOAD_KINDS,
+    K8sObject,
+    Snapshot,
+    is_terminated,
+    object_key,
+    sum_requests,
+)
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)
@@ -648,77 +656,116 @@ class _NodeStore:
         return len(self._nodes)
 
 
-class _PodStore:
-    """Non-terminated pods by key, and by node as immutable tuples.
+Amounts = dict[str, Decimal]  # resource -> summed effective request
 
-    An event touches one or two nodes' tuples; a triage takes a shallow copy of the
-    node -> tuple map (O(nodes)), a consistent view that never copies the pods.
+
+class _PodStore:
+    """Non-terminated pods, indexed the way a triage asks for them, kept up to date per event.
+
+    By node: immutable tuples, plus each node's summed requests (a pod's share is added on
+    ADDED and taken away on DELETED), so a triage takes a shallow copy of two node-keyed maps
+    (O(nodes)) and never walks or copies the pods. By namespace: for the quota's holders.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pods: dict[tuple[str, str], K8sObject] = {}
+        self._pods: dict[tuple[str, str], tuple[K8sObject, dict[str, Decimal]]] = {}
         self._by_node: dict[str, tuple[K8sObject, ...]] = {}
+        self._requested: dict[str, dict[str, Decimal]] = {}
+        self._by_namespace: dict[str, dict[str, K8sObject]] = {}
 
     def replace(self, items: Iterable[K8sObject]) -> None:
-        pods = {object_key(p): slim_pod(p) for p in items if not is_terminated(p)}
-        grouped: dict[str, list[K8sObject]] = {}
-        for pod in pods.values():
-            if node_name := pod.get("spec", {}).get("nodeName"):
-                grouped.setdefault(node_name, []).append(pod)
-        by_node = {name: tuple(group) for name, group in grouped.items()}
+        fresh = _PodStore()
+        for pod in items:
+            fresh._add(pod)
         with self._lock:
-            self._pods, self._by_node = pods, by_node
+            self._pods, self._by_node = fresh._pods, fresh._by_node
+            self._requested, self._by_namespace = fresh._requested, fresh._by_namespace
 
     def upsert(self, pod: K8sObject) -> None:
-        if is_terminated(pod):
-            self.remove(pod)
-            return
-        small = slim_pod(pod)
-        key = object_key(small)
         with self._lock:
-            self._unindex(key)
-            self._pods[key] = small
-            if node_name := small.get("spec", {}).get("nodeName"):
-                self._by_node[node_name] = (*self._by_node.get(node_name, ()), small)
+            self._discard(object_key(pod))
+            self._add(pod)
 
     def remove(self, pod: K8sObject) -> None:
-        key = object_key(pod)
         with self._lock:
-            self._unindex(key)
-            self._pods.pop(key, None)
+            self._discard(object_key(pod))
 
-    def _unindex(self, key: tuple[str, str]) -> None:
-        old = self._pods.get(key)
-        node_name = old.get("spec", {}).get("nodeName") if old else None
-        if node_name:
-            rest = tuple(p for p in self._by_node.get(node_name, ()) if object_key(p) != key)
-            if rest:
-                self._by_node[node_name] = rest
-            else:
-                self._by_node.pop(node_name, None)
+    def _add(self, pod: K8sObject) -> None:
+        if is_terminated(pod):
+            return
+        small = slim_pod(pod)
+        namespace, name = key = object_key(small)
+        share = sum_requests([small])
+        self._pods[key] = (small, share)
+        self._by_namespace.setdefault(namespace, {})[name] = small
+        if node_name := small.get("spec", {}).get("nodeName"):
+            self._by_node[node_name] = (*self._by_node.get(node_name, ()), small)
+            self._requested[node_name] = _add_amounts(self._requested.get(node_name, {}), share, 1)
 
-    def by_node_view(self) -> dict[str, tuple[K8sObject, ...]]:
+    def _discard(self, key: tuple[str, str]) -> None:
+        entry = self._pods.pop(key, None)
+        if entry is None:
+            return
+        old, share = entry
+        self._by_namespace.get(key[0], {}).pop(key[1], None)
+        node_name = old.get("spec", {}).get("nodeName")
+        if not node_name:
+            return
+        rest = tuple(p for p in self._by_node.get(node_name, ()) if p is not old)
+        if rest:
+            self._by_node[node_name] = rest
+            self._requested[node_name] = _add_amounts(self._requested[node_name], share, -1)
+        else:
+            self._by_node.pop(node_name, None)
+            self._requested.pop(node_name, None)
+
+    def by_node_view(self) -> tuple[dict[str, tuple[K8sObject, ...]], dict[str, Amounts]]:
         with self._lock:
-            return dict(self._by_node)
+            return dict(self._by_node), dict(self._requested)
+
+    def in_namespace(self, namespace: str) -> list[K8sObject]:
+        with self._lock:
+            return list(self._by_namespace.get(namespace, {}).values())
 
     def __len__(self) -> int:
         return len(self._pods)
 
 
+def _add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],
+                 sign: int) -> dict[str, Decimal]:
+    """A new per-node total (the old one may be in a triage's view: never mutate it)."""
+    result = dict(total)
+    for resource, amount in share.items():
+        result[resource] = result.get(resource, Decimal(0)) + sign * amount
+        if not result[resource] and resource != "pods":
+            del result[resource]
+    return result
+
+
 @dataclass(frozen=True)
 class IndexedSnapshot(Snapshot):
-    """A Snapshot whose pods-by-node index comes prebuilt from the watch cache.
+    """A Snapshot whose pod indexes come prebuilt from the watch cache.
 
-    ``pods`` holds only what the ref resolved to (fetched fresh); ``pods_on`` answers from
-    the cache's index, preferring those fresh copies.
+    ``pods`` holds only what the ref resolved to (fetched fresh); ``pods_on`` and
+    ``requested_on`` answer from the cache's per-node index and sums, ``pods_in`` from the
+    ref namespace's pods; fresh copies win over cached ones.
     """
 
     pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
+    requested_by_node: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    namespace_pods: tuple[K8sObject, ...] = ()
 
     def pods_on(self, node_name: str) -> list[K8sObject]:
         fresh = self._pods_by_key
         return [fresh.get(object_key(p), p) for p in self.pods_by_node.get(node_name, ())]
+
+    def requested_on(self, node_name: str) -> dict[str, Decimal]:
+        return dict(self.requested_by_node.get(node_name) or {"pods": Decimal(0)})
+
+    def pods_in(self, namespace: str) -> list[K8sObject]:
+        cached = [p for p in self.namespace_pods if object_key(p)[0] == namespace]
+        return _merge_pods(cached, super().pods_in(namespace))
 
 
 class _Reflector:
@@ -844,10 +891,13 @@ class WatchCache:
                                "try again in a minute.")
         found = read_ref_objects(self.reader, ref, self.page_size)
         quotas, runtime_classes = _namespace_policy(self.reader, ref.namespace, self.page_size)
+        by_node, requested = self.pods.by_node_view()
         return IndexedSnapshot(
             nodes=self.nodes.view(), pods=found.pods, events=found.events,
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
-            cluster=cluster or self.reader.server, pods_by_node=self.pods.by_node_view())
+            cluster=cluster or self.reader.server, pods_by_node=by_node,
+            requested_by_node=requested,
+            namespace_pods=tuple(self.pods.in_namespace(ref.namespace)))
 
 
 # -- pre-flight (gpuwhy check) -----------------------------------------------------------------
