@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "bot.cli_triage",
     "bot.cli_store",
     "bot.cli_serve",
+    "bot.cli_cluster",
 )
 
 

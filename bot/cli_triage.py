@@ -6,11 +6,16 @@ import argparse
 import json
 import logging
 import sys
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from bot.blocks import verdict_blocks
+from bot.config import load_config
+from bot.digest import digest_text, load_digest, load_timezone, week_start
 from bot.render import render_text
+from bot.store import RecordingStore, Store, StoreError, database_url
 from bot.sources import SnapshotSource, TriageSource
 from scoring.summary import log_lines
 from triage.errors import ClusterError
@@ -34,13 +39,23 @@ def register(subparsers: Any) -> None:
     triage_parser.add_argument("--format", choices=("text", "json"), default="text")
     triage_parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl)")
     triage_parser.add_argument("--context", help="kubeconfig context")
+    _add_store_options(triage_parser)
     triage_parser.set_defaults(func=run_triage)
 
     demo_parser = subparsers.add_parser(
         "demo", help="answer for every pod of the bundled demo cluster")
     demo_parser.add_argument("--blocks", action="store_true",
                              help="also print the Slack Block Kit JSON of one answer")
+    _add_store_options(demo_parser)
     demo_parser.set_defaults(func=run_demo)
+
+
+def _add_store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--no-record", action="store_true",
+                        help="do not store the answer as an incident")
+    parser.add_argument("--db", metavar="URL",
+                        help="incident store (default: GPUWHY_DATABASE_URL, else a SQLite file "
+                             "in the user data directory)")
 
 
 def run_triage(args: argparse.Namespace) -> int:
@@ -59,6 +74,8 @@ def run_triage(args: argparse.Namespace) -> int:
         print(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(render_text(verdict), end="")
+    if not args.no_record:
+        _record(args.db, [verdict], source.cluster)
     return EXIT_OK
 
 
@@ -86,10 +103,31 @@ def run_demo(args: argparse.Namespace) -> int:
         _log_nodes(verdict)
         print(render_text(verdict))
     if args.blocks:
-        from bot.blocks import verdict_blocks
-
         print(json.dumps(verdict_blocks(verdicts[0]), indent=2, ensure_ascii=False))
+    if not args.no_record:
+        store = _record(args.db, verdicts, source.cluster)
+        if store is not None:
+            tz = load_timezone(load_config().digest.timezone)
+            now = datetime.now(UTC)
+            print(digest_text(load_digest(store, week_start(now, tz), tz)), end="")
     return EXIT_OK
+
+
+def _record(db: str | None, verdicts: list[Verdict], cluster: str) -> Store | None:
+    """Store the answers; a store failure costs the record, never the answer."""
+    try:
+        store = Store(database_url(db))
+        store.upgrade()
+    except StoreError as exc:
+        print(f"gpuwhy: not recorded: {exc}", file=sys.stderr)
+        return None
+    recorder = RecordingStore(store)
+    for verdict in verdicts:
+        recorder.record(verdict, cluster=cluster, asked_by="cli", source="cli")
+    if not recorder.flush():
+        print("gpuwhy: not recorded: the incident store refused the write", file=sys.stderr)
+        return None
+    return store
 
 
 def _log_nodes(verdict: Verdict) -> None:

@@ -33,6 +33,12 @@ def find(items: list[dict[str, Any]], name: str, namespace: str | None = None) -
     raise KeyError(f"{namespace}/{name}")
 
 
+@pytest.fixture(autouse=True)
+def private_incident_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing a test runs may write to the user's real incident store."""
+    monkeypatch.setenv("GPUWHY_DATABASE_URL", f"sqlite:///{tmp_path / 'incidents.db'}")
+
+
 @pytest.fixture
 def seven_states() -> dict[str, list[dict[str, Any]]]:
     return load_lists("seven-states")

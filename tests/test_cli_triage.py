@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,28 @@ def test_demo_from_the_installed_command(tmp_path: Path) -> None:
                  "🔍 pod-not-found — research/typo", "✅ scheduled — research/ok"):
         assert line in result.stdout
     assert "Traceback" not in result.stderr
+    assert "gpuwhy digest 20" in result.stdout and "11 answers" in result.stdout
+    with sqlite3.connect(tmp_path / "demo.db") as connection:
+        rows = connection.execute("SELECT cause, source FROM incidents").fetchall()
+    assert len(rows) == 11 and ("too-large", "cli") in rows
+
+
+def test_triage_is_recorded_unless_told_not_to(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    assert main(["triage", "research/big", "--snapshot", SEVEN, "--db", db]) == 0
+    assert main(["triage", "research/ok", "--snapshot", SEVEN, "--db", db, "--no-record"]) == 0
+    with sqlite3.connect(tmp_path / "cli.db") as connection:
+        rows = connection.execute("SELECT namespace, name, cause, asked_by FROM incidents").fetchall()
+    assert rows == [("research", "big", "too-large", "cli")]
+
+
+def test_store_failure_never_costs_the_answer(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    blocked = tmp_path / "file-not-dir"
+    blocked.write_text("")
+    db = f"sqlite:///{blocked / 'x.db'}"  # a file where the directory should be
+    assert main(["triage", "research/big", "--snapshot", SEVEN, "--db", db]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith("⛔ too-large — research/big")
+    assert "not recorded" in captured.err and "Traceback" not in captured.err

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import logging
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from slack_sdk import WebClient
 from slackfake import FakeSlack
 
 from bot.cli import main
-from bot.digest import last_full_week, week_key
+from bot.config import DigestSchedule
+from bot.digest import Blocks, DigestScheduler, last_full_week, week_key
 from bot.store import Store
 from triage.verdict import Verdict
 
@@ -104,15 +108,27 @@ def test_post_goes_out_once_per_week(
 
 
 def test_failed_post_is_one_line_and_can_be_retried(
-    db: str, slack: FakeSlack, capsys: pytest.CaptureFixture[str]
+    db: str, slack: FakeSlack, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
 ) -> None:
     slack.fail("chat.postMessage", "channel_not_found")
     assert main(["digest", "--db", db, "--post", "C-gone"]) == 4
+    assert capsys.readouterr().err == \
+        "gpuwhy digest: posting to C-gone: Slack answered channel_not_found\n"
+    working = FakeSlack()
+    monkeypatch.setenv("SLACK_API_URL", working.api_url)
+    assert main(["digest", "--db", db, "--post", "C-gone"]) == 0  # the claim was given back
+    assert len(working.calls_to("chat.postMessage")) == 1
+    working.close()
+
+
+def test_unreachable_slack(db: str, monkeypatch: pytest.MonkeyPatch,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:1/api/")
+    assert main(["digest", "--db", db, "--post", "C1"]) == 4
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "channel_not_found" in err and "Traceback" not in err
-    slack._errors.clear()
-    assert main(["digest", "--db", db, "--post", "C-gone"]) == 0
-    assert len(slack.calls_to("chat.postMessage")) == 2
+    assert err.startswith("gpuwhy digest: posting to C1: ") and err.count("\n") == 1
 
 
 def test_post_without_a_token(db: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -152,3 +168,26 @@ def test_bad_timezone_in_config(db: str, tmp_path: Path, monkeypatch: pytest.Mon
     assert main(["digest", "--db", db]) == 2
     assert capsys.readouterr().err == ("gpuwhy digest: unknown timezone 'Mars/Olympus' "
                                        "(use an IANA name such as Europe/Berlin)\n")
+
+
+def test_scheduler_logs_what_slack_answered(
+    db: str, slack: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A post that raises Slack's own error (as `gpuwhy serve` passes one) logs one line."""
+    client = WebClient(token="xoxb-test", base_url=slack.api_url)
+
+    def post(channel: str, text: str, blocks: Blocks) -> None:
+        client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+
+    slack.fail("chat.postMessage", "not_in_channel")
+    store = Store(db)
+    scheduler = DigestScheduler(store, post, DigestSchedule(channel="C1", weekday=0, hour=0))
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run_forever, args=(stop, 0.05))
+    with caplog.at_level(logging.WARNING, logger="bot.digest"):
+        thread.start()
+        slack.wait_for("chat.postMessage", count=2)  # failed, claim given back, tried again
+        stop.set()
+        thread.join(timeout=5)
+    assert "weekly digest: Slack answered not_in_channel" in caplog.messages
+    store.close()

@@ -1,0 +1,412 @@
+"""The weekly digest and per-week stats: which causes keep coming back.
+
+compute_digest / compute_stats are pure functions of stored incidents; the rest reads the
+store, renders templates/digest.* and templates/stats.*, and posts to Slack.
+
+Weeks run from Monday 00:00 to the next Monday 00:00 in the configured timezone, so a week
+with a daylight-saving change is 167 or 169 hours long.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import jinja2
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot import render
+from bot.blocks import escape_mrkdwn
+from bot.config import DigestSchedule
+from bot.store import Store, StoredIncident, one_line
+from triage.verdict import Verdict
+from triage.vocabulary import CAUSE_ORDER, FIT, NODE_UNREGISTERED, Cause
+
+log = logging.getLogger(__name__)
+
+# The split that decides between "wait or add capacity" and "repair the node".
+CAPACITY_CAUSES = frozenset({Cause.EXHAUSTED.value})
+REPAIR_CAUSES = frozenset({Cause.NO_GPU_NODE.value, Cause.ALLOCATABLE_ZERO.value})
+TOP = 5
+MAX_WEEKS = 52
+DEFAULT_STATS_WEEKS = 4
+
+Blocks = list[dict[str, Any]]
+Post = Callable[[str, str, Blocks], None]  # (channel, fallback text, Block Kit blocks)
+
+
+class PostError(Exception):
+    """Slack did not take the digest; str() is one line."""
+
+
+class DigestError(ValueError):
+    """Bad digest input (weeks, timezone); the message is safe to show to the user."""
+
+
+def parse_weeks(text: str) -> int:
+    """The [weeks] argument of `gpuwhy digest/stats` and `/gpuwhy stats`: 1..52."""
+    try:
+        weeks = int(text.strip())
+    except ValueError:
+        raise DigestError(f"weeks must be a whole number from 1 to {MAX_WEEKS}, "
+                          f"not {text.strip()[:20]!r}") from None
+    if not 1 <= weeks <= MAX_WEEKS:
+        raise DigestError(f"weeks must be from 1 to {MAX_WEEKS}, not {weeks}")
+    return weeks
+
+
+def load_timezone(name: str) -> ZoneInfo:
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise DigestError(f"unknown timezone {name!r} (use an IANA name such as "
+                          "Europe/Berlin)") from None
+
+
+# Weeks -------------------------------------------------------------------------------------
+
+
+def week_start(moment: datetime, tz: ZoneInfo) -> datetime:
+    """Monday 00:00 (in ``tz``) of the week holding ``moment``."""
+    local = moment.astimezone(tz)
+    return _local_midnight(local.date() - timedelta(days=local.weekday()), tz)
+
+
+def add_weeks(start: datetime, weeks: int) -> datetime:
+    """Midnight ``weeks`` weeks later by the calendar (not 168 h: DST weeks differ)."""
+    tz = start.tzinfo
+    assert isinstance(tz, ZoneInfo), "week starts carry their ZoneInfo"
+    return _local_midnight(start.date() + timedelta(weeks=weeks), tz)
+
+
+def _local_midnight(day: date, tz: ZoneInfo) -> datetime:
+    return datetime.combine(day, time(), tzinfo=tz)
+
+
+def week_key(start: datetime) -> str:
+    """ISO week of a week start, e.g. "2026-W48"."""
+    year, week, _ = start.date().isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def last_full_week(now: datetime, tz: ZoneInfo) -> datetime:
+    return add_weeks(week_start(now, tz), -1)
+
+
+# Digest ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CauseTrend:
+    cause: str
+    count: int
+    previous: int
+    first_time: bool  # never recorded before this period
+
+    @property
+    def arrow(self) -> str:
+        if self.count == self.previous:
+            return "→"
+        return "↑" if self.count > self.previous else "↓"
+
+
+@dataclass(frozen=True)
+class Digest:
+    key: str  # "2026-W48", or "2026-W45..2026-W48" for several weeks
+    start: datetime  # local Monday 00:00
+    end: datetime  # exclusive
+    weeks: int
+    timezone: str
+    total: int
+    previous_total: int
+    causes: tuple[CauseTrend, ...]  # most frequent first; causes only in the earlier period too
+    top_namespaces: tuple[tuple[str, int], ...]
+    top_nodes: tuple[tuple[str, int], ...]
+    repeat_offenders: tuple[tuple[str, int], ...]  # refs asked about more than once
+    capacity: int  # answers that say "wait or add capacity"
+    repair: int  # answers that say "repair the node"
+
+    @property
+    def first_time(self) -> tuple[str, ...]:
+        return tuple(trend.cause for trend in self.causes if trend.first_time)
+
+    @property
+    def last_day(self) -> date:
+        return self.end.date() - timedelta(days=1)
+
+    def percent(self, count: int) -> int:
+        return round(100 * count / self.total) if self.total else 0
+
+
+def implicated_nodes(verdict: Verdict) -> list[str]:
+    """Nodes that made this answer: those whose own outcome is the verdict's cause (the full
+    node for `exhausted`, the broken one for `allocatable-zero`), the bound node for
+    `node-runtime-error`, and the nodes HAMi turned down for `device-unfit`. Nodes that fit,
+    or that the pod's own selector left out, say nothing about the node."""
+    if verdict.cause == Cause.SELECTOR_MISMATCH:
+        return []  # every node "is" the cause; the pod's selector is what is wrong
+    if verdict.cause == Cause.NODE_RUNTIME_ERROR:
+        return [report.name for report in verdict.nodes[:1]]  # a bound pod has one report
+    if verdict.cause == Cause.DEVICE_UNFIT:
+        # HAMi rejections carry the device-code summary ("2/4 NumaNotFit") as the outcome.
+        not_hami = {FIT, NODE_UNREGISTERED, *(cause.value for cause in Cause)}
+        return [report.name for report in verdict.nodes if report.outcome not in not_hami]
+    return [report.name for report in verdict.nodes if report.outcome == verdict.cause]
+
+
+def _ranked(counts: Counter[str]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP])
+
+
+def _cause_rank(cause: str) -> int:
+    try:
+        return CAUSE_ORDER[Cause(cause)]
+    except ValueError:
+        return len(CAUSE_ORDER)  # a word from a newer gpuwhy: after the known ones
+
+
+def compute_digest(
+    incidents: Iterable[StoredIncident],
+    week_start_at: datetime,
+    tz: ZoneInfo,
+    *,
+    weeks: int = 1,
+    seen_before: Iterable[str] = (),
+) -> Digest:
+    """The digest of the ``weeks`` weeks from the week holding ``week_start_at`` on, against
+    the same number of weeks before. ``incidents`` may hold more than that; incidents before
+    the period, and ``seen_before``, tell which causes appear for the first time."""
+    start = week_start(week_start_at, tz)
+    end = add_weeks(start, weeks)
+    previous_start = add_weeks(start, -weeks)
+    current: list[StoredIncident] = []
+    previous: Counter[str] = Counter()
+    known = set(seen_before)
+    for incident in incidents:
+        if start <= incident.created_at < end:
+            current.append(incident)
+        elif incident.created_at < start:
+            known.add(incident.verdict.cause)
+            if incident.created_at >= previous_start:
+                previous[incident.verdict.cause] += 1
+    counts = Counter(incident.verdict.cause for incident in current)
+    trends = sorted(
+        (CauseTrend(cause, counts[cause], previous[cause], cause not in known)
+         for cause in counts.keys() | previous.keys()),
+        key=lambda trend: (-trend.count, -trend.previous, _cause_rank(trend.cause)),
+    )
+    refs = Counter(incident.verdict.ref for incident in current)
+    last_key = week_key(add_weeks(end, -1))
+    return Digest(
+        key=last_key if weeks == 1 else f"{week_key(start)}..{last_key}",
+        start=start,
+        end=end,
+        weeks=weeks,
+        timezone=tz.key,
+        total=len(current),
+        previous_total=sum(previous.values()),
+        causes=tuple(trends),
+        top_namespaces=_ranked(Counter(i.verdict.ref.partition("/")[0] for i in current)),
+        top_nodes=_ranked(Counter(node for i in current for node in implicated_nodes(i.verdict))),
+        repeat_offenders=_ranked(Counter({ref: n for ref, n in refs.items() if n > 1})),
+        capacity=sum(counts[cause] for cause in CAPACITY_CAUSES),
+        repair=sum(counts[cause] for cause in REPAIR_CAUSES),
+    )
+
+
+# Stats -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WeekColumn:
+    key: str
+    start: datetime
+    in_progress: bool
+
+
+@dataclass(frozen=True)
+class CauseRow:
+    cause: str
+    counts: tuple[int, ...]  # one per week, oldest first
+
+
+@dataclass(frozen=True)
+class Stats:
+    timezone: str
+    weeks: tuple[WeekColumn, ...]
+    rows: tuple[CauseRow, ...]  # vocabulary order
+    totals: tuple[int, ...]
+
+
+def compute_stats(
+    incidents: Iterable[StoredIncident], now: datetime, tz: ZoneInfo, weeks: int
+) -> Stats:
+    """Answers per cause for each of the last ``weeks`` weeks, the current one included."""
+    current = week_start(now, tz)
+    starts = [add_weeks(current, offset) for offset in range(1 - weeks, 1)]
+    per_week: list[Counter[str]] = [Counter() for _ in starts]
+    for incident in incidents:
+        if starts[0] <= incident.created_at <= now:
+            per_week[bisect_right(starts, incident.created_at) - 1][incident.verdict.cause] += 1
+    causes = sorted({cause for counter in per_week for cause in counter}, key=_cause_rank)
+    return Stats(
+        timezone=tz.key,
+        weeks=tuple(WeekColumn(week_key(s), s, s == current) for s in starts),
+        rows=tuple(CauseRow(c, tuple(counter[c] for counter in per_week)) for c in causes),
+        totals=tuple(sum(counter.values()) for counter in per_week),
+    )
+
+
+# Rendering ---------------------------------------------------------------------------------
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    # The answer templates' environment, plus the filters digest and stats use.
+    environment = render.environment().overlay()
+    environment.filters["mrkdwn"] = escape_mrkdwn
+    environment.filters["emoji"] = render.cause_emoji
+    return environment
+
+
+def _render(name: str, **values: Any) -> str:
+    return _environment().get_template(name).render(**values).strip()
+
+
+def _render_blocks(name: str, **values: Any) -> Blocks:
+    blocks: Blocks = json.loads(_render(name, **values))
+    return blocks
+
+
+def digest_text(digest: Digest) -> str:
+    return _render("digest.txt.j2", digest=digest)
+
+
+def digest_blocks(digest: Digest) -> Blocks:
+    return _render_blocks("digest.blocks.j2", digest=digest)
+
+
+def _stats(store: Store, weeks: int, now: datetime, timezone: str) -> Stats:
+    tz = load_timezone(timezone)
+    start = add_weeks(week_start(now, tz), 1 - weeks)
+    return compute_stats(store.incidents_between(start, now + timedelta(microseconds=1)),
+                         now, tz, weeks)
+
+
+def stats_text(store: Store, weeks: int, now: datetime, timezone: str = "UTC") -> str:
+    """`gpuwhy stats` / the fallback text of `/gpuwhy stats`; raises StoreError, DigestError."""
+    return _render("stats.txt.j2", stats=_stats(store, weeks, now, timezone))
+
+
+def stats_blocks(store: Store, weeks: int, now: datetime, timezone: str = "UTC") -> Blocks:
+    """Block Kit for `/gpuwhy stats [weeks]`; raises StoreError, DigestError."""
+    stats = _stats(store, weeks, now, timezone)
+    return _render_blocks("stats.blocks.j2", stats=stats,
+                          table=_render("stats.txt.j2", stats=stats))
+
+
+def load_digest(store: Store, start: datetime, tz: ZoneInfo, weeks: int = 1) -> Digest:
+    """The digest of ``weeks`` weeks from ``start`` on, read from the store."""
+    previous_start = add_weeks(start, -weeks)
+    return compute_digest(
+        store.incidents_between(previous_start, add_weeks(start, weeks)), start, tz,
+        weeks=weeks, seen_before=store.causes_before(previous_start),
+    )
+
+
+# Posting -----------------------------------------------------------------------------------
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for the log or the terminal; Slack's own error code when Slack answered."""
+    if isinstance(exc, SlackApiError):
+        return f"Slack answered {exc.response.get('error', 'an error')}"
+    return one_line(exc)
+
+
+def slack_post(environ: Mapping[str, str] | None = None) -> Post:
+    """chat.postMessage with SLACK_BOT_TOKEN (and SLACK_API_URL, if set); raises PostError."""
+
+    env = os.environ if environ is None else environ
+    token = env.get("SLACK_BOT_TOKEN")
+    if not token:
+        raise DigestError("SLACK_BOT_TOKEN is not set; it is needed to post")
+    client = WebClient(token=token, base_url=env.get("SLACK_API_URL") or WebClient.BASE_URL)
+
+    def post(channel: str, text: str, blocks: Blocks) -> None:
+        try:
+            client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+        except (SlackClientError, OSError) as exc:
+            raise PostError(f"posting to {channel}: {describe_failure(exc)}") from None
+
+    return post
+
+
+def post_once(store: Store, digest: Digest, channel: str, post: Post) -> bool:
+    """Post ``digest`` to ``channel`` unless someone already has; False when someone has.
+
+    The claim comes first, so racing replicas post once; a failed post gives it back.
+    """
+    if not store.claim_digest(digest.key, channel):
+        return False
+    try:
+        post(channel, digest_text(digest), digest_blocks(digest))
+    except Exception:
+        store.release_digest(digest.key, channel)
+        raise
+    return True
+
+
+class DigestScheduler:
+    """Posts last week's digest once the configured weekday and hour have come.
+
+    Run it from a thread: ``run_forever(stop_event)``; or call ``run_pending(now)`` on a timer.
+    """
+
+    def __init__(self, store: Store, post: Post, schedule: DigestSchedule) -> None:
+        if not 0 <= schedule.weekday <= 6:
+            raise DigestError(f"digest weekday must be 0 (Monday) to 6, not {schedule.weekday}")
+        if not 0 <= schedule.hour <= 23:
+            raise DigestError(f"digest hour must be 0 to 23, not {schedule.hour}")
+        self.store = store
+        self.post = post
+        self.schedule = schedule
+        self.tz = load_timezone(schedule.timezone)
+        self._done: str | None = None  # week key already posted (by us or another replica)
+
+    def run_pending(self, now: datetime) -> bool:
+        """True when this call posted a digest."""
+        channel = self.schedule.channel
+        if not channel:
+            return False
+        this_week = week_start(now, self.tz)
+        due = _local_midnight(this_week.date() + timedelta(days=self.schedule.weekday),
+                              self.tz).replace(hour=self.schedule.hour)
+        start = add_weeks(this_week, -1)
+        key = week_key(start)
+        if now < due or self._done == key:
+            return False
+        posted = post_once(self.store, load_digest(self.store, start, self.tz), channel,
+                           self.post)
+        self._done = key
+        return posted
+
+    def run_forever(self, stop: threading.Event, interval_s: float = 60.0) -> None:
+        """Check every ``interval_s`` until ``stop`` is set; failures are logged and retried."""
+        while not stop.is_set():
+            try:
+                self.run_pending(datetime.now(UTC))
+            except Exception as exc:  # a store or Slack outage must not end the thread
+                log.warning("weekly digest: %s", describe_failure(exc))
+            stop.wait(interval_s)

@@ -1,0 +1,82 @@
+"""Database tables. The schema only changes through a migration in migrations/versions/."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import DateTime, Dialect, Index, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+# Named constraints, so migrations can drop them by name (SQLite batch mode needs names).
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps no offset: store naive UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value.isoformat()}: give it a timezone")
+        utc = value.astimezone(UTC)
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        moment: datetime = value
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class Incident(Base):
+    """One answer gpuwhy gave: what was asked, where, and the full Verdict."""
+
+    __tablename__ = "incidents"
+    __table_args__ = (
+        # The thread anchor: one incident per Slack message. CLI rows leave both NULL.
+        UniqueConstraint("channel", "message_ts"),
+        Index(None, "created_at"),
+        Index(None, "cause"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    cluster: Mapped[str] = mapped_column(String(253))
+    namespace: Mapped[str] = mapped_column(String(253))
+    name: Mapped[str] = mapped_column(String(253))
+    cause: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(Text)
+    node_summary: Mapped[str] = mapped_column(Text)
+    verdict: Mapped[str] = mapped_column(Text)  # JSON of Verdict.to_dict()
+    asked_by: Mapped[str] = mapped_column(String(64))  # Slack user id, or "cli"
+    channel: Mapped[str | None] = mapped_column(String(64))
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    source: Mapped[str] = mapped_column(String(8))  # "slack" or "cli"
+
+
+class DigestRun(Base):
+    """A digest claimed for one week and channel; the unique key makes every post happen once."""
+
+    __tablename__ = "digest_runs"
+    __table_args__ = (UniqueConstraint("week_key", "channel"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    week_key: Mapped[str] = mapped_column(String(32))  # ISO week, e.g. "2026-W48"
+    channel: Mapped[str] = mapped_column(String(64))
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -1,0 +1,359 @@
+"""The incident store: every answer gpuwhy gives, and which weekly digests went out.
+
+Any SQLAlchemy URL works; SQLite (a file, WAL) is the default, PostgreSQL suits several replicas.
+Every database failure surfaces as a StoreError whose message is one line, safe to print.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections import deque
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import alembic.command
+import alembic.config
+import alembic.util
+from sqlalchemy import Engine, create_engine, delete, event, select, text
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.orm import sessionmaker
+
+import migrations
+from bot.config import default_database_url
+from bot.models import DigestRun, Incident
+from triage.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(migrations.__file__).parent
+SOURCES = ("slack", "cli")
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+CONNECT_TIMEOUT_S = 10
+# Any constant works; it only has to be the same for every gpuwhy replica.
+UPGRADE_LOCK_ID = 0x67707577
+
+
+class StoreError(Exception):
+    """The store could not do its job; str() is one line for the user."""
+
+
+class StoreURLError(StoreError):
+    """The database URL itself is wrong (a usage error, not an outage)."""
+
+
+class DuplicateThreadError(StoreError):
+    """An incident for this Slack message is already stored."""
+
+
+@dataclass(frozen=True)
+class StoredIncident:
+    id: int
+    created_at: datetime  # UTC
+    verdict: Verdict
+    cluster: str
+    channel: str | None
+    message_ts: str | None
+
+
+def database_url(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """--db, else GPUWHY_DATABASE_URL, else the SQLite file in the user's data directory."""
+    env = os.environ if environ is None else environ
+    return explicit or env.get("GPUWHY_DATABASE_URL") or default_database_url()
+
+
+def make_engine(url: str) -> Engine:
+    """An Engine for ``url``; SQLite gets its directory, WAL, a busy timeout and foreign keys."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise StoreURLError(
+            f"{url!r} is not a database URL (e.g. sqlite:////var/lib/gpuwhy/gpuwhy.db or "
+            "postgresql+psycopg://user@host/gpuwhy)"
+        ) from None
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            return _sqlite_engine(parsed)
+        connect_args = (
+            {"connect_timeout": CONNECT_TIMEOUT_S}
+            if parsed.get_backend_name() == "postgresql"
+            else {}
+        )
+        return create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+    except (NoSuchModuleError, ImportError) as exc:
+        raise StoreURLError(f"database {_safe(parsed)}: unsupported driver ({exc})") from None
+
+
+def _sqlite_engine(url: URL) -> Engine:
+    path = url.database or ""
+    if path and path != ":memory:" and not path.startswith("file:"):
+        try:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"database {_safe(url)}: cannot create its directory: {exc}") from None
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        # WAL lets readers and one writer work at once; the busy timeout makes writers queue
+        # instead of failing with "database is locked".
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    return engine
+
+
+def alembic_config(connection: Connection) -> alembic.config.Config:
+    """Alembic settings built in code: the installed migrations/ directory, this connection."""
+    config = alembic.config.Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["connection"] = connection
+    return config
+
+
+def _safe(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+def one_line(exc: BaseException) -> str:
+    """The first line of an error (driver and Slack errors span several)."""
+    cause = getattr(exc, "orig", None) or exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
+
+
+def _utc(at: datetime | None) -> datetime:
+    if at is None:
+        return datetime.now(UTC)
+    if at.tzinfo is None:
+        raise ValueError(f"naive datetime {at.isoformat()}: give it a timezone")
+    return at.astimezone(UTC)
+
+
+def _stored(row: Incident) -> StoredIncident:
+    return StoredIncident(
+        id=row.id,
+        created_at=row.created_at,
+        verdict=Verdict.from_dict(json.loads(row.verdict)),
+        cluster=row.cluster,
+        channel=row.channel,
+        message_ts=row.message_ts,
+    )
+
+
+class Store:
+    def __init__(self, url: str) -> None:
+        self.engine = make_engine(url)
+        self.url = _safe(self.engine.url)
+        self._sessions = sessionmaker(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _failures(self, doing: str) -> Iterator[None]:
+        try:
+            yield
+        except (SQLAlchemyError, alembic.util.CommandError) as exc:
+            raise StoreError(f"database {self.url}: cannot {doing}: {one_line(exc)}") from exc
+
+    def upgrade(self) -> None:
+        """Bring the schema to the newest migration (safe to run from several replicas at once)."""
+        with self._failures("upgrade the schema"), self.engine.begin() as connection:
+            if connection.dialect.name == "postgresql":
+                connection.execute(text("SELECT pg_advisory_xact_lock(:id)"),
+                                   {"id": UPGRADE_LOCK_ID})
+            alembic.command.upgrade(alembic_config(connection), "head")
+
+    def record(
+        self,
+        verdict: Verdict,
+        *,
+        cluster: str,
+        asked_by: str,
+        source: str,
+        channel: str | None = None,
+        message_ts: str | None = None,
+        at: datetime | None = None,
+    ) -> int:
+        """Store one answer; returns the incident id."""
+        if source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+        namespace, _, name = verdict.ref.partition("/")
+        row = Incident(
+            created_at=_utc(at),
+            cluster=cluster,
+            namespace=namespace,
+            name=name,
+            cause=verdict.cause,
+            action=verdict.action,
+            node_summary=verdict.node_summary,
+            verdict=json.dumps(verdict.to_dict(), ensure_ascii=False),
+            asked_by=asked_by,
+            channel=channel,
+            message_ts=message_ts,
+            source=source,
+        )
+        try:
+            with self._failures("record an incident"), self._sessions.begin() as session:
+                session.add(row)
+                session.flush()
+                incident_id = row.id
+            return incident_id
+        except StoreError as exc:
+            if isinstance(exc.__cause__, IntegrityError) and message_ts is not None:
+                raise DuplicateThreadError(
+                    f"an incident for message {channel}/{message_ts} is already stored"
+                ) from exc
+            raise
+
+    def incident_for_thread(self, channel: str, message_ts: str) -> StoredIncident | None:
+        """The incident whose answer was posted as ``message_ts`` in ``channel``."""
+        query = select(Incident).where(
+            Incident.channel == channel, Incident.message_ts == message_ts
+        )
+        with self._failures("read an incident"), self._sessions() as session:
+            row = session.scalars(query).one_or_none()
+            return None if row is None else _stored(row)
+
+    def incidents_between(self, start: datetime, end: datetime) -> list[StoredIncident]:
+        """Incidents with start <= created_at < end, oldest first."""
+        query = (
+            select(Incident)
+            .where(Incident.created_at >= _utc(start), Incident.created_at < _utc(end))
+            .order_by(Incident.created_at, Incident.id)
+        )
+        with self._failures("read incidents"), self._sessions() as session:
+            return [_stored(row) for row in session.scalars(query)]
+
+    def causes_before(self, moment: datetime) -> set[str]:
+        """Every cause word recorded before ``moment`` (to tell which causes are new)."""
+        query = select(Incident.cause).where(Incident.created_at < _utc(moment)).distinct()
+        with self._failures("read incidents"), self._sessions() as session:
+            return set(session.scalars(query))
+
+    def claim_digest(self, week_key: str, channel: str) -> bool:
+        """True for exactly one caller per (week, channel): that one posts the digest."""
+        run = DigestRun(week_key=week_key, channel=channel, claimed_at=datetime.now(UTC))
+        try:
+            with self._failures("claim the digest"), self._sessions.begin() as session:
+                session.add(run)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, IntegrityError):
+                return False
+            raise
+        return True
+
+    def release_digest(self, week_key: str, channel: str) -> None:
+        """Give a claim back after a failed post, so the next attempt can send it."""
+        query = delete(DigestRun).where(
+            DigestRun.week_key == week_key, DigestRun.channel == channel
+        )
+        with self._failures("release the digest claim"), self._sessions.begin() as session:
+            session.execute(query)
+
+
+@dataclass(frozen=True)
+class _PendingIncident:
+    verdict: Verdict
+    cluster: str
+    asked_by: str
+    source: str
+    channel: str | None
+    message_ts: str | None
+    at: datetime
+
+
+class RecordingStore:
+    """Store.record that never raises: a failed write is logged and kept for a retry.
+
+    The retry happens on the next record() and on flush(); the queue is bounded so a long
+    outage cannot eat the bot's memory (the oldest entries go first, with a log line).
+    """
+
+    def __init__(self, store: Store, max_pending: int = 1000) -> None:
+        self.store = store
+        self._pending: deque[_PendingIncident] = deque()
+        self._max_pending = max_pending
+        self._lock = threading.Lock()
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def record(
+        self,
+        verdict: Verdict,
+        *,
+        cluster: str,
+        asked_by: str,
+        source: str,
+        channel: str | None = None,
+        message_ts: str | None = None,
+        at: datetime | None = None,
+    ) -> int | None:
+        """The incident id, or None when it waits for a retry."""
+        incident = _PendingIncident(verdict, cluster, asked_by, source, channel, message_ts,
+                                    _utc(at))
+        error = self._retry()
+        if error is None:
+            try:
+                return self._write(incident)
+            except DuplicateThreadError:
+                return None
+            except StoreError as exc:
+                error = exc
+        self._keep(incident, error)
+        return None
+
+    def flush(self) -> bool:
+        """Retry waiting incidents, oldest first; True when none is left waiting."""
+        error = self._retry()
+        if error is not None:
+            log.warning("incident store: %d incidents waiting, retry failed: %s",
+                        self.pending, error)
+        return error is None
+
+    def _retry(self) -> StoreError | None:
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return None
+                incident = self._pending.popleft()
+            try:
+                self._write(incident)
+            except DuplicateThreadError:
+                continue  # an earlier attempt did reach the database
+            except StoreError as exc:
+                with self._lock:
+                    self._pending.appendleft(incident)
+                return exc
+
+    def _write(self, incident: _PendingIncident) -> int:
+        return self.store.record(
+            incident.verdict, cluster=incident.cluster, asked_by=incident.asked_by,
+            source=incident.source, channel=incident.channel, message_ts=incident.message_ts,
+            at=incident.at,
+        )
+
+    def _keep(self, incident: _PendingIncident, error: StoreError) -> None:
+        with self._lock:
+            if len(self._pending) >= self._max_pending:
+                dropped = self._pending.popleft()
+                log.error("incident store: queue full, dropped %s from %s",
+                          dropped.verdict.ref, dropped.at.isoformat())
+            self._pending.append(incident)
+            waiting = len(self._pending)
+        log.warning("incident store: %s not stored yet (%d waiting): %s",
+                    incident.verdict.ref, waiting, error)
