@@ -15,8 +15,8 @@ from bot.blocks import verdict_blocks
 from bot.config import load_config
 from bot.digest import digest_text, load_digest, load_timezone, week_start
 from bot.render import render_text
-from bot.store import RecordingStore, Store, StoreError, database_url
 from bot.sources import SnapshotSource, TriageSource
+from bot.store import RecordingStore, Store, StoreError, database_url
 from scoring.summary import log_lines
 from triage.errors import ClusterError
 from triage.refs import RefError, parse_ref

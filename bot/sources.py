@@ -5,7 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
+from kubernetes.client import ApiClient
+
 from triage.classify import triage
+from triage.cluster import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_TIMEOUT,
+    WatchCache,
+    load_api_client,
+    read_snapshot,
+    server_url,
+)
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
@@ -30,3 +40,62 @@ class SnapshotSource:
 
     def triage(self, ref: PodRef) -> Verdict:
         return triage(self.snapshot, ref, self.config)
+
+
+class LiveSource:
+    """The live API, read cold for every triage (``gpuwhy triage``): nodes and pods are paged.
+
+    Configured like kubectl (``kubeconfig`` / ``context``, KUBECONFIG, in-cluster service
+    account), or from a ready ``api_client``. Raises ClusterError when that fails.
+    """
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None,
+                 config: TriageConfig = DEFAULT_CONFIG, *, api_client: ApiClient | None = None,
+                 cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
+                 timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.api_client = api_client or load_api_client(kubeconfig, context)
+        self.cluster = cluster or server_url(self.api_client)
+        self.config = config
+        self.page_size = page_size
+        self.timeout = timeout
+
+    def triage(self, ref: PodRef) -> Verdict:
+        snapshot = read_snapshot(self.api_client, ref, self.page_size, self.timeout, self.cluster)
+        return triage(snapshot, ref, self.config)
+
+
+class WatchSource:
+    """Nodes and non-terminated pods kept in memory by list + watch (``gpuwhy serve``).
+
+    ``start()`` lists and then watches in two threads; ``ready()`` is true once both lists are
+    complete (``wait_ready(timeout)`` blocks until then); ``stop()`` ends the watches. A triage
+    costs a few requests (the pod or workload, its events, quotas, RuntimeClasses), whatever
+    the cluster size; before ready it raises ClusterError.
+    """
+
+    def __init__(self, kubeconfig: str | None = None, context: str | None = None,
+                 config: TriageConfig = DEFAULT_CONFIG, *, api_client: ApiClient | None = None,
+                 cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
+                 timeout: float = DEFAULT_TIMEOUT, watch_seconds: int = 300,
+                 retry_delay: float = 2.0) -> None:
+        api_client = api_client or load_api_client(kubeconfig, context)
+        self.cluster = cluster or server_url(api_client)
+        self.config = config
+        self.cache = WatchCache(api_client, timeout=timeout, page_size=page_size,
+                                watch_seconds=watch_seconds, retry_delay=retry_delay)
+
+    def start(self) -> WatchSource:
+        self.cache.start()
+        return self
+
+    def stop(self) -> None:
+        self.cache.stop()
+
+    def ready(self) -> bool:
+        return self.cache.ready
+
+    def wait_ready(self, timeout: float) -> bool:
+        return self.cache.wait_ready(timeout)
+
+    def triage(self, ref: PodRef) -> Verdict:
+        return triage(self.cache.snapshot_for(ref, self.cluster), ref, self.config)

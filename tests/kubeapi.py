@@ -133,7 +133,8 @@ class FakeKubeAPI:
             self.load(Path(dump_dir))
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,),
+                                        daemon=True)
 
     # -- lifecycle ------------------------------------------------------------------
 
@@ -247,7 +248,11 @@ class FakeKubeAPI:
         return fault
 
     def count(self, since: int = 0) -> int:
-        return len(self.requests) - since
+        """Requests since position ``since``, not counting watch streams (they run on their own)."""
+        return sum(1 for r in self.requests[since:] if r.query.get("watch") not in ("1", "true"))
+
+    def mark(self) -> int:
+        return len(self.requests)
 
     def watch_requests(self) -> list[Request]:
         return [r for r in self.requests if r.query.get("watch") in ("1", "true")]
@@ -391,6 +396,10 @@ class FakeKubeAPI:
         self.dry_runs.append(body)
         return _admit(self, namespace, body)
 
+    def keys(self, plural: str) -> set[Key]:
+        with self._lock:
+            return set(self._objects[plural])
+
     def namespace_objects(self, plural: str, namespace: str) -> list[Obj]:
         with self._lock:
             return [o for (ns, _), o in self._objects[plural].items() if ns == namespace]
@@ -423,6 +432,9 @@ def _admit(api: FakeKubeAPI, namespace: str, body: Obj) -> tuple[int, Obj]:
                 f'pods "{display}" is forbidden: exceeded quota: {quota["metadata"]["name"]}, '
                 f"requested: {listing(requests)}, used: {listing(used)}, "
                 f"limited: {listing(hard)}", {"name": display, "kind": "pods"})
+    if meta.get("name") and (namespace, meta["name"]) in api.keys("pods"):
+        return 409, status_body(409, "AlreadyExists", f'pods "{meta["name"]}" already exists',
+                                {"name": meta["name"], "kind": "pods"})
     if not meta.get("name"):
         meta["name"] = f"{meta.get('generateName', 'pod-')}x7k2q"
     meta.update(namespace=namespace, uid="0d5c2a9e-dry-run", resourceVersion="",

@@ -9,14 +9,21 @@ import hashlib
 import hmac
 import itertools
 import json
+import os
 import queue
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.parse
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import ServerConnection, serve
 
 BOT_USER = "UBOT"
@@ -30,6 +37,7 @@ class Call:
     params: dict[str, Any]
     path: str
     headers: dict[str, str]
+    answer: dict[str, Any]  # what the fake replied
 
 class FakeSlack:
     """Web API methods gpuwhy uses, recording every call; optional 429s and errors per method."""
@@ -53,7 +61,8 @@ class FakeSlack:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
+                                        daemon=True)
         self._thread.start()
 
     @property
@@ -108,20 +117,20 @@ class FakeSlack:
             params = {k: v[0] for k, v in urllib.parse.parse_qs(raw).items()}
         path = urllib.parse.urlsplit(request.path).path
         method = path.removeprefix("/api/") if path.startswith("/api/") else "response_url"
-        call = Call(method, params, request.path, dict(request.headers.items()))
         with self._changed:
-            self.calls.append(call)
-            self._changed.notify_all()
             limited = self._rate_limited.get(method)
             if limited and limited[0] > 0:
                 limited[0] -= 1
-                self._reply(request, 429, {"ok": False, "error": "ratelimited"},
-                            {"Retry-After": str(limited[1])})
-                return
-        if method in self._errors:
-            self._reply(request, 200, {"ok": False, "error": self._errors[method]})
-            return
-        self._reply(request, 200, self._answer(method, params))
+                status, answer = 429, {"ok": False, "error": "ratelimited"}
+                headers = {"Retry-After": str(limited[1])}
+            elif method in self._errors:
+                status, answer, headers = 200, {"ok": False, "error": self._errors[method]}, {}
+            else:
+                status, answer, headers = 200, self._answer(method, params), {}
+            self.calls.append(Call(method, params, request.path, dict(request.headers.items()),
+                                   answer))
+            self._changed.notify_all()
+        self._reply(request, status, answer, headers)
 
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
@@ -178,8 +187,11 @@ class FakeSocketMode:
             "connection_info": {"app_id": APP_ID},
         }))
         self.connected.set()
-        for message in connection:
-            self.acks.put(json.loads(message))
+        try:
+            for message in connection:
+                self.acks.put(json.loads(message))
+        except ConnectionClosed:
+            return  # the app went away without a close frame, as a killed process does
 
     def send(self, envelope: dict[str, Any]) -> None:
         if not self.connected.wait(10) or self._connection is None:
@@ -256,3 +268,52 @@ def button_payload(*, channel: str, message_ts: str, value: str, user: str = "U0
 
 def button_body(**kwargs: Any) -> str:
     return urllib.parse.urlencode({"payload": json.dumps(button_payload(**kwargs))})
+
+
+# --- `gpuwhy serve` as a process --------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parent.parent
+LISTENING = re.compile(r"listening on http://[^:]+:(\d+)")
+
+
+class ServeProcess:
+    """`gpuwhy serve` in a child process; Slack and store settings come only from ``env``."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("SLACK_", "GPUWHY_"))}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", "0",
+             *args],
+            cwd=REPO, env={**base, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line)
+            self.lines.put(line)
+
+    def port(self, timeout: float = 20) -> int:
+        """The HTTP port, once serve says it is listening."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if match := LISTENING.search(line):
+                return int(match.group(1))
+        raise AssertionError(f"gpuwhy serve did not start: {''.join(self.stderr)}")
+
+    def wait(self, timeout: float = 20) -> int:
+        return self.process.wait(timeout)
+
+    def stop(self) -> int:
+        """SIGTERM, as a container runtime sends it; the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(20)

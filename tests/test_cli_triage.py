@@ -83,7 +83,8 @@ def test_triage_is_recorded_unless_told_not_to(tmp_path: Path,
     assert main(["triage", "research/big", "--snapshot", SEVEN, "--db", db]) == 0
     assert main(["triage", "research/ok", "--snapshot", SEVEN, "--db", db, "--no-record"]) == 0
     with sqlite3.connect(tmp_path / "cli.db") as connection:
-        rows = connection.execute("SELECT namespace, name, cause, asked_by FROM incidents").fetchall()
+        query = "SELECT namespace, name, cause, asked_by FROM incidents"
+        rows = connection.execute(query).fetchall()
     assert rows == [("research", "big", "too-large", "cli")]
 
 

@@ -7,7 +7,7 @@ import logging
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,8 +97,10 @@ def ask(app: App, slack: FakeSlack, text: str, **kwargs: Any) -> BoltResponse:
 
 
 def ack_text(response: BoltResponse) -> str:
+    """The ephemeral text of an ack: bolt sends plain text alone as text/plain."""
     assert response.status == 200
-    return str(json.loads(response.body)["text"])
+    assert response.headers["content-type"] == ["text/plain;charset=utf-8"]
+    return response.body
 
 
 def event_body(text: str, *, thread_ts: str | None, event_id: str, **kwargs: Any) -> str:
@@ -110,9 +112,22 @@ def web_calls(slack: FakeSlack) -> list[str]:
     return [call.method for call in slack.calls if call.method != "auth.test"]
 
 
-def _posted_ts(slack: FakeSlack, index: int) -> str:
-    # The fake numbers messages in order: the n-th chat.postMessage got ts ...00000n+1.
-    return f"1764511500.{index + 1:06d}"
+Answer = Callable[..., str]
+
+
+@pytest.fixture
+def answered(caplog: pytest.LogCaptureFixture) -> Answer:
+    """Ask, wait until the answer is posted and remembered; returns its message ts."""
+    caplog.set_level(logging.INFO, logger="bot.listeners.state")
+
+    def answer(app: App, slack: FakeSlack, text: str = "research/full", **kwargs: Any) -> str:
+        count = len(slack.calls_to("chat.postMessage")) + 1
+        ask(app, slack, text, **kwargs)
+        ts = str(slack.wait_for("chat.postMessage", count)[-1].answer["ts"])
+        wait_until(lambda: f"ts {ts}" in caplog.text or None)
+        return ts
+
+    return answer
 
 
 # --- the answer ---------------------------------------------------------------------------
@@ -143,14 +158,13 @@ def test_workload_name_is_answered_with_its_kind(slack: FakeSlack,
 
 
 def test_answer_is_recorded_with_its_thread(tmp_path: Path, slack: FakeSlack,
-                                            seven_states: SnapshotSource) -> None:
+                                            seven_states: SnapshotSource,
+                                            answered: Answer) -> None:
     database = tmp_path / "gpuwhy.db"
     store = Store(f"sqlite:///{database}")
     store.upgrade()
     app = make_app(slack, seven_states, store=store)
-    ask(app, slack, "research/full", user="U0BOB")
-    slack.wait_for("chat.postMessage")
-    ts = _posted_ts(slack, 0)
+    ts = answered(app, slack, "research/full", user="U0BOB")
     incident = wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
     assert incident.verdict.cause == "exhausted"
     assert incident.created_at == TRIAGED_AT
@@ -171,17 +185,15 @@ def wait_until(probe: Any, timeout: float = 5) -> Any:
 
 def test_store_failure_does_not_stop_the_reply(tmp_path: Path, slack: FakeSlack,
                                                seven_states: SnapshotSource,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+                                               caplog: pytest.LogCaptureFixture,
+                                               answered: Answer) -> None:
     store = Store(f"sqlite:///{tmp_path / 'no-schema.db'}")  # never upgraded: no tables
     app = make_app(slack, seven_states, store=store)
-    with caplog.at_level(logging.WARNING):
-        ask(app, slack, "research/full")
-        slack.wait_for("chat.postMessage")
-        ts = _posted_ts(slack, 0)
-        dispatch(app, event_body("show devices", thread_ts=ts, event_id="Ev-store"),
-                 content_type="application/json")
-        replies = slack.wait_for("chat.postMessage", 2)
-        wait_until(lambda: "not stored yet" in caplog.text or None)
+    ts = answered(app, slack)
+    dispatch(app, event_body("show devices", thread_ts=ts, event_id="Ev-store"),
+             content_type="application/json")
+    replies = slack.wait_for("chat.postMessage", 2)
+    wait_until(lambda: "not stored yet" in caplog.text or None)
     assert replies[1].params["thread_ts"] == ts
 
 
@@ -298,12 +310,10 @@ def test_allowed_channels_get_answers(channel: str, text: str, slack: FakeSlack,
 # --- "show devices" ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text", ["show devices", "  Show Devices  ", "SHOW DEVICES"])
-def test_show_devices_in_the_thread(text: str, slack: FakeSlack,
-                                    seven_states: SnapshotSource) -> None:
+def test_show_devices_in_the_thread(text: str, slack: FakeSlack, seven_states: SnapshotSource,
+                                    answered: Answer) -> None:
     app = make_app(slack, seven_states)
-    ask(app, slack, "research/full")
-    slack.wait_for("chat.postMessage")
-    ts = _posted_ts(slack, 0)
+    ts = answered(app, slack)
     response = dispatch(app, event_body(text, thread_ts=ts, event_id="Ev1"),
                         content_type="application/json")
     assert response.status == 200
@@ -316,12 +326,11 @@ def test_show_devices_in_the_thread(text: str, slack: FakeSlack,
 
 
 def test_show_devices_button_replies_in_the_thread(slack: FakeSlack,
-                                                   seven_states: SnapshotSource) -> None:
+                                                   seven_states: SnapshotSource,
+                                                   answered: Answer) -> None:
     app = make_app(slack, seven_states)
-    ask(app, slack, "hami/needs-40g")  # not in seven-states: pod-not-found, no devices
-    ask(app, slack, "research/big")
-    slack.wait_for("chat.postMessage", 2)
-    ts = _posted_ts(slack, 1)
+    answered(app, slack, "research/full")
+    ts = answered(app, slack, "research/big")
     body = button_body(channel=CHANNEL, message_ts=ts, value="research/big",
                        response_url=slack.response_url("button"))
     assert dispatch(app, body).status == 200
@@ -343,12 +352,11 @@ def test_button_of_a_forgotten_answer_says_so(slack: FakeSlack,
 
 
 def test_show_devices_after_a_restart_comes_from_the_store(tmp_path: Path, slack: FakeSlack,
-                                                           seven_states: SnapshotSource) -> None:
+                                                           seven_states: SnapshotSource,
+                                                           answered: Answer) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
     store.upgrade()
-    ask(make_app(slack, seven_states, store=store), slack, "research/full")
-    slack.wait_for("chat.postMessage")
-    ts = _posted_ts(slack, 0)
+    ts = answered(make_app(slack, seven_states, store=store), slack)
     wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
     restarted = make_app(slack, FailingSource(ClusterError("unreachable")), store=store)
     dispatch(restarted, event_body("show devices", thread_ts=ts, event_id="Ev-restart"),
@@ -364,11 +372,10 @@ def test_show_devices_after_a_restart_comes_from_the_store(tmp_path: Path, slack
     ("show devices", None),  # top level, no thread
 ])
 def test_other_messages_are_ignored(text: str, thread_ts: str | None, slack: FakeSlack,
-                                    seven_states: SnapshotSource) -> None:
+                                    seven_states: SnapshotSource, answered: Answer) -> None:
     app = make_app(slack, seven_states)
-    ask(app, slack, "research/full")
-    slack.wait_for("chat.postMessage")
-    thread = _posted_ts(slack, 0) if thread_ts == "ours" else thread_ts
+    ts = answered(app, slack)
+    thread = ts if thread_ts == "ours" else thread_ts
     response = dispatch(app, event_body(text, thread_ts=thread, event_id="Ev-other"),
                         content_type="application/json")
     assert response.status == 200
@@ -376,12 +383,10 @@ def test_other_messages_are_ignored(text: str, thread_ts: str | None, slack: Fak
     assert web_calls(slack) == ["chat.postMessage"]
 
 
-def test_a_retried_event_is_answered_once(slack: FakeSlack,
-                                          seven_states: SnapshotSource) -> None:
+def test_a_retried_event_is_answered_once(slack: FakeSlack, seven_states: SnapshotSource,
+                                          answered: Answer) -> None:
     app = make_app(slack, seven_states)
-    ask(app, slack, "research/full")
-    slack.wait_for("chat.postMessage")
-    body = event_body("show devices", thread_ts=_posted_ts(slack, 0), event_id="Ev-retried")
+    body = event_body("show devices", thread_ts=answered(app, slack), event_id="Ev-retried")
     first = dispatch(app, body, content_type="application/json")
     retries = [dispatch(app, body, content_type="application/json",
                         extra={"x-slack-retry-num": str(n), "x-slack-retry-reason": "http_timeout"})
@@ -394,12 +399,10 @@ def test_a_retried_event_is_answered_once(slack: FakeSlack,
 
 def test_show_devices_refused_where_the_namespace_is_no_longer_allowed(
         tmp_path: Path, slack: FakeSlack, seven_states: SnapshotSource,
-        caplog: pytest.LogCaptureFixture) -> None:
+        caplog: pytest.LogCaptureFixture, answered: Answer) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
     store.upgrade()
-    ask(make_app(slack, seven_states, store=store), slack, "research/full")
-    slack.wait_for("chat.postMessage")
-    ts = _posted_ts(slack, 0)
+    ts = answered(make_app(slack, seven_states, store=store), slack)
     wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
     strict = BotConfig(database_url="sqlite://", channels={CHANNEL: ("ml",)})
     reconfigured = make_app(slack, seven_states, store=store, config=strict)
@@ -408,7 +411,8 @@ def test_show_devices_refused_where_the_namespace_is_no_longer_allowed(
                  content_type="application/json")
         [refusal] = slack.wait_for("chat.postEphemeral")
     assert refusal.params == {"channel": CHANNEL, "user": "U0ALICE", "thread_ts": ts,
-                              "text": "Sorry, that namespace can't be described in this channel."}
+                              "text": "Sorry, that namespace can't be described in this channel.",
+                              "team_id": "T0GPU"}
     assert "refused devices of research/full" in caplog.text
     slack.settle()
     assert web_calls(slack) == ["chat.postMessage", "chat.postEphemeral"]
@@ -447,13 +451,12 @@ def test_a_tampered_body_is_refused(slack: FakeSlack, seven_states: SnapshotSour
 # --- stats ------------------------------------------------------------------------------------
 
 def test_stats_answers_from_the_store(tmp_path: Path, slack: FakeSlack,
-                                      seven_states: SnapshotSource) -> None:
+                                      seven_states: SnapshotSource, answered: Answer) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
     store.upgrade()
     app = make_app(slack, seven_states, store=store)
-    ask(app, slack, "research/full")
-    slack.wait_for("chat.postMessage")
-    wait_until(lambda: store.incident_for_thread(CHANNEL, _posted_ts(slack, 0)))
+    ts = answered(app, slack)
+    wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
     assert ask(app, slack, "stats 2").body == ""
     [reply] = slack.wait_for("response_url")
     assert "exhausted" in reply.params["text"]

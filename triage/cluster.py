@@ -39,7 +39,6 @@ from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config import (
     ConfigException,
-    list_kube_config_contexts,
     load_incluster_config,
     load_kube_config,
 )
@@ -133,6 +132,9 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
     try:
         if kubeconfig and not Path(kubeconfig).expanduser().is_file():
             raise ClusterError(f"The kubeconfig file {kubeconfig} does not exist.")
+        if source and context and context not in (names := _kubeconfig_contexts(source)[0]):
+            raise ClusterError(f'The kubeconfig {source} has no context "{context}" '
+                               f"(it has: {', '.join(names) or 'none'}).")
         if source:
             load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=source, context=context, client_configuration=configuration,
@@ -143,13 +145,33 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None) -
         else:
             raise ClusterError("No kubeconfig found (--kubeconfig, KUBECONFIG, ~/.kube/config) "
                                "and gpuwhy is not running inside a cluster.")
-    except (ConfigException, OSError, yaml.YAMLError, ValueError, KeyError) as exc:
+    except yaml.YAMLError as exc:
+        raise ClusterError(f"Cannot use {source}: it is not valid YAML.") from exc
+    except (ConfigException, OSError, ValueError, KeyError) as exc:
         where = source or "the in-cluster service account"
         raise ClusterError(f"Cannot use {where}: {_one_line(str(exc)) or type(exc).__name__}."
                            ) from exc
     configuration.retries = urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0,
                                           other=0)
     return ApiClient(configuration)
+
+
+def _kubeconfig_contexts(source: str) -> tuple[dict[str, dict[str, Any]], str]:
+    """Contexts by name and the current context of a KUBECONFIG-style path list (first wins)."""
+    contexts: dict[str, dict[str, Any]] = {}
+    current = ""
+    for path in source.split(os.pathsep):
+        file = Path(path).expanduser()
+        if not path or not file.is_file():
+            continue
+        document = yaml.safe_load(file.read_text(encoding="utf-8"))
+        if not isinstance(document, dict):
+            continue
+        for entry in document.get("contexts") or []:
+            if isinstance(entry, dict) and entry.get("name"):
+                contexts.setdefault(str(entry["name"]), dict(entry.get("context") or {}))
+        current = current or str(document.get("current-context") or "")
+    return contexts, current
 
 
 def server_url(api_client: ApiClient) -> str:
@@ -328,17 +350,18 @@ class ClusterReader:
         reason: BaseException = exc
         if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
             reason = exc.reason
-        if isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
-            return ClusterError(f"The Kubernetes API server at {self.server} did not answer "
-                                f"within {self.timeout:g} s ({call.describe()}).")
+        # NewConnectionError is a ConnectTimeoutError subclass: test it first
+        if isinstance(reason, urllib3.exceptions.NameResolutionError):
+            return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: "
+                                "its host name does not resolve.")
         if isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionRefusedError):
             cause = reason.__cause__ or reason.__context__ or reason
             detail = getattr(cause, "strerror", None) or "connection failed"
             return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: "
                                 f"{str(detail).lower()}.")
-        if isinstance(reason, urllib3.exceptions.NameResolutionError):
-            return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: "
-                                "its host name does not resolve.")
+        if isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
+            return ClusterError(f"The Kubernetes API server at {self.server} did not answer "
+                                f"within {self.timeout:g} s ({call.describe()}).")
         if isinstance(reason, urllib3.exceptions.ProtocolError | ConnectionError):
             return ClusterError(f"The connection to the Kubernetes API server at {self.server} "
                                 f"broke during {call.describe()} (reset or closed early).")
@@ -559,18 +582,17 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
                 timeout: float = DEFAULT_TIMEOUT) -> Snapshot:
     """A support bundle (``gpuwhy snapshot``): what any triage in ``namespace`` could read.
 
-    Nodes and RuntimeClasses; non-terminated pods of every namespace plus every pod of the
-    namespace (finished ones too: they explain a Job's history); the namespace's events,
-    quotas and workloads. Without a namespace: everything, every namespace.
+    Nodes and RuntimeClasses; the non-terminated pods of every namespace (what a live triage
+    reads), plus, with a namespace, that namespace's finished pods (a Job's history); the
+    namespace's events, quotas and workloads. Without a namespace: every namespace's events,
+    quotas and workloads, and no finished pods, so the bundle triages like the live cluster.
     """
     reader = ClusterReader(api_client, timeout)
     nodes, _ = reader.list_all(NODES, page_size=page_size)
+    pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
     if namespace:
-        running, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
         own, _ = reader.list_all(PODS, namespace, page_size=page_size)
-        pods = _merge_pods(running, own)
-    else:
-        pods, _ = reader.list_all(PODS, page_size=page_size)
+        pods = _merge_pods(pods, own)
     events, _ = reader.list_all(EVENTS, namespace, page_size=page_size)
     quotas, runtime_classes = _namespace_policy(reader, namespace, page_size)
     workloads = [w for kind in WORKLOAD_KINDS
@@ -965,21 +987,24 @@ def _pod_of(document: K8sObject) -> ManifestPod | None:
     name = str(metadata.get("name") or metadata.get("generateName") or "")
     namespace = str(metadata.get("namespace") or "")
     if kind == "Pod":
-        pod = {key: value for key, value in document.items() if key != "status"}
-        return ManifestPod(f"Pod/{name}", namespace, pod)
-    if kind not in POD_TEMPLATE_PATHS:
+        template: Any = document
+    elif kind in POD_TEMPLATE_PATHS:
+        template = document
+        for step in POD_TEMPLATE_PATHS[kind]:
+            template = template.get(step) if isinstance(template, dict) else None
+    else:
         return None
-    template: Any = document
-    for step in POD_TEMPLATE_PATHS[kind]:
-        template = template.get(step) if isinstance(template, dict) else None
+    where = ".".join(POD_TEMPLATE_PATHS.get(str(kind), ("spec",)))
     if not isinstance(template, dict) or not isinstance(template.get("spec"), dict):
-        raise ManifestError(f"{kind}/{name}: no pod template at "
-                            f"{'.'.join(POD_TEMPLATE_PATHS[kind])}")
-    template_meta = dict(template.get("metadata") or {})
-    template_meta.pop("name", None)
-    template_meta["generateName"] = f"{name}-" if name else "check-"
+        raise ManifestError(f"{kind}/{name}: no pod {'spec' if kind == 'Pod' else 'template'} "
+                            f"at {where}")
+    # Always a generated name: a dry-run create of an existing pod's name would be refused
+    # (409), and the would-be pod must not replace the running one in the snapshot.
+    pod_meta = {k: v for k, v in (template.get("metadata") or {}).items()
+                if k not in ("name", "namespace", "resourceVersion", "uid")}
+    pod_meta["generateName"] = f"{name.rstrip('-')}-" if name else "check-"
     return ManifestPod(f"{kind}/{name}", namespace, {
-        "apiVersion": "v1", "kind": "Pod", "metadata": template_meta, "spec": template["spec"]})
+        "apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]})
 
 
 def dry_run_pod(api_client: ApiClient, pod: K8sObject, namespace: str,
@@ -1015,13 +1040,10 @@ def kubeconfig_namespace(kubeconfig: str | None = None, context: str | None = No
         source = "~/.kube/config"
     if source:
         try:
-            contexts, current = list_kube_config_contexts(  # type: ignore[no-untyped-call]
-                source)
-        except (ConfigException, OSError, yaml.YAMLError, ValueError, KeyError):
+            contexts, current = _kubeconfig_contexts(source)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             return "default"
-        chosen = next((c for c in contexts if c.get("name") == context), None) if context \
-            else current
-        return str(((chosen or {}).get("context") or {}).get("namespace") or "default")
+        return str(contexts.get(context or current, {}).get("namespace") or "default")
     service_account = Path(SERVICE_ACCOUNT_NAMESPACE)
     if os.environ.get("KUBERNETES_SERVICE_HOST") and service_account.is_file():
         return service_account.read_text().strip() or "default"
