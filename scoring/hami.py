@@ -59,6 +59,8 @@ EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT = "ExclusiveDeviceAllocateConflict"
 CARD_INSUFFICIENT_MEMORY = "CardInsufficientMemory"
 CARD_INSUFFICIENT_CORE = "CardInsufficientCore"
 CARD_COMPUTE_UNITS_EXHAUSTED = "CardComputeUnitsExhausted"
+# HAMi itself reports this for cards that fit when too few do; it is read in its texts, while
+# gpuwhy follows reference/hami.md and gives such cards no code.
 ALLOCATED_CARDS_INSUFFICIENT_REQUEST = "AllocatedCardsInsufficientRequest"
 NODE_INSUFFICIENT_DEVICE = "NodeInsufficientDevice"
 
@@ -481,8 +483,9 @@ def fit_node(node: Mapping[str, Any], pods_on_node: Iterable[Mapping[str, Any]],
     ``pods_on_node`` are the pods bound to the node (terminated ones may be included);
     the pod itself is left out, so a bound pod is judged with the usage before it.
     Every device carries its own first failing code, also on a node that fits (a card
-    that fits carries None). Where HAMi counts a card it picked and then gave up
-    (``NumaNotFit``, ``AllocatedCardsInsufficientRequest``) gpuwhy counts one per card.
+    that fits carries None, also when too few fit: the reason string counts only the
+    codes of reference/hami.md). A card picked and then given up for another NUMA node
+    counts as ``NumaNotFit``, one per card.
     """
     registration = parse_registration(node)
     if registration is None or not registration.registered:
@@ -504,8 +507,6 @@ def fit_node(node: Mapping[str, Any], pods_on_node: Iterable[Mapping[str, Any]],
                            score=score, chosen=[cards[i].device.uuid for i in picked])
     for position in given_up:
         codes[position] = NUMA_NOT_FIT
-    for position in picked:
-        codes[position] = ALLOCATED_CARDS_INSUFFICIENT_REQUEST
     reason = node_reason((c for c in codes if c is not None), total=len(cards))
     return HamiNodeFit(registered=True, fits=False, reason=reason, devices=_devices(cards, codes))
 

@@ -18,6 +18,7 @@ import json
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -129,10 +130,10 @@ class FakeKubeAPI:
         self.requests: list[Request] = []
         self.unexpected_writes: list[Request] = []
         self.dry_runs: list[Obj] = []
+        self.open_watches = 0
         if dump_dir is not None:
             self.load(Path(dump_dir))
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
+        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,),
                                         daemon=True)
 
@@ -337,12 +338,21 @@ class FakeKubeAPI:
 
     def watch(self, kind: Kind, namespace: str, query: Mapping[str, str]) -> Iterator[Obj | None]:
         """Watch events; None means "cut the connection now"."""
-        matches = _selector(query.get("fieldSelector", ""), query.get("labelSelector", ""))
-        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
-        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
         since = int(query.get("resourceVersion") or 0)
         with self._lock:
             generation = self._drop_generation
+            self.open_watches += 1
+        try:
+            yield from self._watch_loop(kind, namespace, query, generation, since)
+        finally:
+            with self._lock:
+                self.open_watches -= 1
+
+    def _watch_loop(self, kind: Kind, namespace: str, query: Mapping[str, str],
+                    generation: int, since: int) -> Iterator[Obj | None]:
+        matches = _selector(query.get("fieldSelector", ""), query.get("labelSelector", ""))
+        bookmarks = query.get("allowWatchBookmarks") in ("true", "1")
+        deadline = time.monotonic() + float(query.get("timeoutSeconds") or 1800)
         last_bookmark = time.monotonic()
         while True:
             with self._lock:
@@ -547,6 +557,16 @@ def _as_list_item(item: Obj) -> Obj:
 
 
 # -- HTTP -------------------------------------------------------------------------------
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (timeout, reset) is part of the tests, not an error."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
+
 
 def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):

@@ -279,12 +279,12 @@ LISTENING = re.compile(r"listening on http://[^:]+:(\d+)")
 class ServeProcess:
     """`gpuwhy serve` in a child process; Slack and store settings come only from ``env``."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], *, verbose: bool = False) -> None:
         base = {k: v for k, v in os.environ.items()
                 if not k.startswith(("SLACK_", "GPUWHY_"))}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "serve", "--host", "127.0.0.1", "--port", "0",
-             *args],
+            [sys.executable, "-m", "bot.cli", *(["-v"] if verbose else []), "serve",
+             "--host", "127.0.0.1", "--port", "0", *args],
             cwd=REPO, env={**base, **env}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True)
         self.lines: queue.Queue[str] = queue.Queue()
@@ -299,15 +299,23 @@ class ServeProcess:
 
     def port(self, timeout: float = 20) -> int:
         """The HTTP port, once serve says it is listening."""
+        return int(self.wait_for_line(LISTENING, timeout).group(1))
+
+    def wait_for_line(self, pattern: re.Pattern[str], timeout: float = 20) -> re.Match[str]:
+        """The first line of stderr, from now on, that matches ``pattern``."""
         deadline = time.monotonic() + timeout
         while (left := deadline - time.monotonic()) > 0:
             try:
                 line = self.lines.get(timeout=left)
             except queue.Empty:
                 break
-            if match := LISTENING.search(line):
-                return int(match.group(1))
-        raise AssertionError(f"gpuwhy serve did not start: {''.join(self.stderr)}")
+            if match := pattern.search(line):
+                return match
+        raise AssertionError(f"no line matching {pattern.pattern!r}: {''.join(self.stderr)}")
+
+    def wait_remembered(self, ts: str) -> None:
+        """Until the answer posted as ``ts`` is remembered for its thread (needs verbose)."""
+        self.wait_for_line(re.compile(rf"answered .* ts {re.escape(ts)}$"))
 
     def wait(self, timeout: float = 20) -> int:
         return self.process.wait(timeout)

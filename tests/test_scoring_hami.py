@@ -353,11 +353,13 @@ def test_node_insufficient_device_is_the_whole_reason() -> None:
     assert [d.code for d in fit.devices] == [None]
 
 
-def test_cards_that_fit_but_too_few_are_allocated_cards_insufficient_request() -> None:
+def test_cards_that_fit_but_too_few_carry_no_code() -> None:
+    # reference/hami.md: one code per device, the first failing check; a card that fits has none
     hami_node = node("n1", [card("GPU-0"), card("GPU-1", index=1, health=False)])
     asking = pod("p", {"nvidia.com/gpu": "2", "nvidia.com/gpumem": "1k"})
     fit = fit_node(hami_node, [], asking, _request(asking))
-    assert fit.reason == "1/2 AllocatedCardsInsufficientRequest, 1/2 CardNotHealth"
+    assert (fit.fits, fit.reason) == (False, "1/2 CardNotHealth")
+    assert [d.code for d in fit.devices] == [None, "CardNotHealth"]
 
 
 def test_numa_bind_drops_a_run_that_crosses_numa_nodes() -> None:
@@ -368,10 +370,8 @@ def test_numa_bind_drops_a_run_that_crosses_numa_nodes() -> None:
     limits = {"nvidia.com/gpu": "2", "nvidia.com/gpumem": "1k"}
     bound = pod("p", limits, annotations={"nvidia.com/numa-bind": "true"})
     fit = fit_node(hami_node, [full], bound, _request(bound))
-    assert fit.reason == ("1/3 AllocatedCardsInsufficientRequest, 1/3 CardInsufficientMemory, "
-                          "1/3 NumaNotFit")
-    assert [d.code for d in fit.devices] == ["AllocatedCardsInsufficientRequest", "NumaNotFit",
-                                             "CardInsufficientMemory"]
+    assert fit.reason == "1/3 CardInsufficientMemory, 1/3 NumaNotFit"
+    assert [d.code for d in fit.devices] == [None, "NumaNotFit", "CardInsufficientMemory"]
     unbound = pod("q", limits)
     free = fit_node(hami_node, [full], unbound, _request(unbound))
     assert (free.fits, sorted(free.chosen)) == (True, ["GPU-0", "GPU-1"])

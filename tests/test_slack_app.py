@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kubeapi import FakeKubeAPI
 from slack_bolt import App, BoltRequest, BoltResponse
 from slackfake import (
     FakeSlack,
@@ -24,7 +25,7 @@ from slackfake import (
 
 from bot.app import create_app, slack_client
 from bot.config import BotConfig
-from bot.sources import SnapshotSource
+from bot.sources import LiveSource, SnapshotSource
 from bot.store import Store
 from triage.errors import ClusterError
 from triage.refs import USAGE, PodRef
@@ -261,6 +262,18 @@ def test_cluster_failure_is_one_plain_sentence(slack: FakeSlack) -> None:
     assert reply.params == {"text": sentence}
     slack.settle()
     assert web_calls(slack) == ["response_url"]
+
+
+def test_unreachable_live_cluster_is_one_plain_sentence(tmp_path: Path,
+                                                        slack: FakeSlack) -> None:
+    with FakeKubeAPI() as gone:  # started and stopped: its port now refuses connections
+        kubeconfig = gone.kubeconfig(tmp_path / "kubeconfig")
+    app = make_app(slack, LiveSource(str(kubeconfig)))
+    ask(app, slack, "research/full")
+    [reply] = slack.wait_for("response_url")
+    assert reply.params == {"text": f"Cannot reach the Kubernetes API server at {gone.url}: "
+                                    "connection refused."}
+    assert slack.calls_to("chat.postMessage") == []
 
 
 def test_unexpected_failure_is_an_apology_and_a_logged_traceback(

@@ -65,6 +65,24 @@ def workload_pods(snapshot: Snapshot, workload: K8sObject) -> list[K8sObject]:
     return [c for owner in owners for c in snapshot.children(owner) if c.get("kind") == "Pod"]
 
 
+def wanted_pods(workload: Mapping[str, Any]) -> int:
+    """How many live pods the workload's controller is trying to have."""
+    spec = workload.get("spec") or {}
+    status = workload.get("status") or {}
+    if workload.get("kind") == "Job":
+        if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+               for c in status.get("conditions") or []) or spec.get("suspend"):
+            return 0
+        parallelism = int(spec.get("parallelism", 1))
+        completions = spec.get("completions")
+        remaining = (int(completions) - int(status.get("succeeded", 0))
+                     if completions is not None else parallelism)
+        return max(0, min(parallelism, remaining))
+    if workload.get("kind") == "DaemonSet":
+        return int(status.get("desiredNumberScheduled", 0))
+    return int(spec.get("replicas", 1))
+
+
 def template_spec(workload: Mapping[str, Any]) -> dict[str, Any]:
     spec = workload.get("spec") or {}
     template = spec.get("template") or (spec.get("jobTemplate") or {}).get("spec", {}).get(

@@ -41,7 +41,6 @@ from triage.pods import (
     effective_request,
     gpu_related_resources,
     gpu_requests,
-    holders,
     pod_name,
     resource_claims,
 )
@@ -88,6 +87,7 @@ class Subject:
     hami: HamiRequest | None = None
     # Node outcomes, filled as node filters run: name -> report
     reports: dict[str, NodeReport] = field(default_factory=dict)
+    hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once
 
     @property
     def label(self) -> str:
@@ -351,7 +351,8 @@ def _tolerations_text(spec: Mapping[str, Any]) -> str:
 
 
 def drop_no_gpu_node(subject: Subject, node: K8sObject) -> str | None:
-    missing = [r for r in subject.gpu if status_amount(node, "capacity", r) is None]
+    # Capacity 0 is what the kubelet leaves when a device plugin unregisters.
+    missing = [r for r in subject.gpu if not status_amount(node, "capacity", r)]
     return f"no {', '.join(missing)} in status.capacity" if missing else None
 
 
@@ -366,7 +367,8 @@ def explain_no_gpu_node(subject: Subject, dropped: list[tuple[K8sObject, str]]) 
                    f"no matching node reports {resource} in status.capacity: "
                    f"{'; '.join(parts)}. The device plugin is not registered there: restore the "
                    f"device plugin on {', '.join(node_name(n) for n, _ in dropped)}.",
-                   [Evidence(f"Node/{node_name(n)}", f"status.capacity[{resource}]", "absent")
+                   [Evidence(f"Node/{node_name(n)}", f"status.capacity[{resource}]",
+                             str(status_amount(n, "capacity", resource) or "absent"))
                     for n, _ in dropped[:5]])
 
 
@@ -427,7 +429,7 @@ def drop_exhausted(subject: Subject, node: K8sObject) -> str | None:
         free = _free(subject, node, resource)
         if free < request:
             allocatable = status_amount(node, "allocatable", resource) or 0
-            held = holders(subject.snapshot.pods_on(node_name(node)), resource)
+            held = subject.snapshot.holders_on(node_name(node), resource)
             names = ", ".join(pod_name(p) for p, _ in held[:4]) + (
                 f" +{len(held) - 4} more" if len(held) > 4 else "")
             short.append(f"{allocatable - free}/{allocatable} {resource} held by {names}")
@@ -442,12 +444,13 @@ def explain_exhausted(subject: Subject, dropped: list[tuple[K8sObject, str]]) ->
                      if is_terminated(p) and effective_request(p.get("spec", {}), resource) > 0]
     done = (f" ({' and '.join(finished[:4])} {'are' if len(finished) > 1 else 'is'} finished and "
             "hold nothing)") if finished else ""
-    alternatives = [r for r in subject.reports.values() if r.outcome == Cause.SELECTOR_MISMATCH
-                    and _fits_gpu_wise(subject, subject.snapshot.node(r.name))]
+    alternative = next((r for r in subject.reports.values()
+                        if r.outcome == Cause.SELECTOR_MISMATCH
+                        and _fits_gpu_wise(subject, subject.snapshot.node(r.name))), None)
     elsewhere = ""
-    if alternatives:
-        node = subject.snapshot.node(alternatives[0].name) or {}
-        elsewhere = (f", or relax {_selector_text(subject.spec)}: {alternatives[0].name} has "
+    if alternative is not None:
+        node = subject.snapshot.node(alternative.name) or {}
+        elsewhere = (f", or relax {_selector_text(subject.spec)}: {alternative.name} has "
                      f"{_free(subject, node, resource)} free")
     held = "; ".join(f"{node_name(n)} has {why}" for n, why in dropped[:3])
     return Finding(Cause.EXHAUSTED,
@@ -473,10 +476,13 @@ def drop_device_unfit(subject: Subject, node: K8sObject) -> str | None:
 
 
 def _hami_fit(subject: Subject, node: K8sObject) -> HamiNodeFit | None:
-    registration = parse_registration(node)
-    if registration is None or subject.hami is None or subject.pod is None:
-        return None
-    return fit_node(node, subject.snapshot.pods_on(node_name(node)), subject.pod, subject.hami)
+    name = node_name(node)
+    if name not in subject.hami_fits:
+        registration = parse_registration(node)
+        subject.hami_fits[name] = None if (
+            registration is None or subject.hami is None or subject.pod is None) else fit_node(
+            node, subject.snapshot.pods_on(name), subject.pod, subject.hami)
+    return subject.hami_fits[name]
 
 
 def explain_device_unfit(subject: Subject, dropped: list[tuple[K8sObject, str]]) -> Finding:
@@ -742,8 +748,16 @@ def _admission_pending(snapshot: Snapshot, workload: K8sObject, pods: list[K8sOb
                               if c.get("kind") == "ReplicaSet"]):
         namespace, name = object_key(owner)
         for event in snapshot.events_for(str(owner.get("kind")), namespace, name):
-            if event.get("reason") == "FailedCreate" and event_time(event) > newest_pod[:19]:
+            # Same second counts: a rejection and its sibling pods are often created together.
+            if event.get("reason") == "FailedCreate" and event_time(event) >= newest_pod[:19]:
                 return True
+    live = [p for p in pods if not is_terminated(p)]
+    if len(live) < admission.wanted_pods(workload):
+        spec = admission.template_spec(workload)
+        runtime_class = spec.get("runtimeClassName")
+        return bool(admission.quota_shortfalls(snapshot, object_key(workload)[0], spec)) or (
+            bool(runtime_class)
+            and runtime_class not in admission.runtimeclass_names(snapshot))
     return False
 
 
@@ -854,7 +868,7 @@ def _devices(subject: Subject, node: K8sObject) -> list[Device]:
     if fit is not None:
         return fit.devices
     resource = _primary(subject)
-    held = [pod_name(p) for p, _ in holders(subject.snapshot.pods_on(node_name(node)), resource)]
+    held = [pod_name(p) for p, _ in subject.snapshot.holders_on(node_name(node), resource)]
     return gfd_devices(node, held)
 
 

@@ -71,7 +71,6 @@ class Resource:
     plural: str
     kind: str
     api_version: str
-    namespaced: bool = True
 
     @property
     def group(self) -> str:
@@ -89,11 +88,11 @@ class Resource:
         return path + f"/{quote(name, safe='')}" if name else path
 
 
-NODES = Resource("nodes", "Node", "v1", namespaced=False)
+NODES = Resource("nodes", "Node", "v1")
 PODS = Resource("pods", "Pod", "v1")
 EVENTS = Resource("events", "Event", "v1")
 QUOTAS = Resource("resourcequotas", "ResourceQuota", "v1")
-RUNTIME_CLASSES = Resource("runtimeclasses", "RuntimeClass", "node.k8s.io/v1", namespaced=False)
+RUNTIME_CLASSES = Resource("runtimeclasses", "RuntimeClass", "node.k8s.io/v1")
 WORKLOADS: dict[str, Resource] = {
     "Deployment": Resource("deployments", "Deployment", "apps/v1"),
     "ReplicaSet": Resource("replicasets", "ReplicaSet", "apps/v1"),

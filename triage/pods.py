@@ -72,8 +72,10 @@ def gpu_requests(spec: Mapping[str, Any], config: TriageConfig) -> dict[str, int
 
 
 def gpu_related_resources(spec: Mapping[str, Any], config: TriageConfig) -> list[str]:
-    return sorted({name for c in all_containers(spec) for name in container_resources(c)
-                   if config.is_gpu_related(name)})
+    """GPU resources the pod really asks for: a limit of 0 asks for nothing."""
+    names = {name for c in all_containers(spec) for name in container_resources(c)
+             if config.is_gpu_related(name)}
+    return sorted(name for name in names if effective_request(spec, name) > 0)
 
 
 def resource_claims(spec: Mapping[str, Any]) -> list[str]:

@@ -35,8 +35,11 @@ def parse_ref(text: str) -> PodRef:
         raise RefError(f"that is {len(text)} characters; a pod reference is shorter. {USAGE}")
     words = text.split()
     namespace, rest = _take_namespace_flag(words)
-    if namespace is None and len(rest) == 1 and "/" in rest[0] and not _has_kind(rest[0]):
+    if namespace is None and len(rest) == 1 and "/" in rest[0]:
+        # Without -n, "a/b" is namespace/name even when "a" reads like a kind (ns "ds").
         namespace, _, name = rest[0].partition("/")
+        if "/" in name:
+            raise RefError(f"`{_clip(rest[0])}` has more than one `/`. {USAGE}")
         rest = [name]
     elif namespace is None and len(rest) == 2:
         namespace, rest = rest[0], rest[1:]

@@ -105,6 +105,10 @@ class Snapshot:
         return {}
 
     @cached_property
+    def _holders_by_node(self) -> dict[tuple[str, str], list[tuple[K8sObject, int]]]:
+        return {}  # filled lazily by ``holders_on``
+
+    @cached_property
     def _events_by_object(self) -> dict[tuple[str, str, str], list[K8sObject]]:
         index: dict[tuple[str, str, str], list[K8sObject]] = defaultdict(list)
         for event in self.events:
@@ -151,6 +155,17 @@ class Snapshot:
         if cached is None:
             cached = sum_requests(p for p in self.pods_on(node_name) if not is_terminated(p))
             self._requested_by_node[node_name] = cached
+        return cached
+
+    def holders_on(self, node_name: str, resource: str) -> list[tuple[K8sObject, int]]:
+        """Non-terminated pods on the node holding the resource, with how much each holds."""
+        key = (node_name, resource)
+        cached = self._holders_by_node.get(key)
+        if cached is None:
+            from triage.pods import holders
+
+            cached = holders(self.pods_on(node_name), resource)
+            self._holders_by_node[key] = cached
         return cached
 
     def events_for(self, kind: str, namespace: str, name: str) -> list[K8sObject]:

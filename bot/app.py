@@ -1,0 +1,57 @@
+"""The Slack app: one bolt App for HTTP and Socket Mode, built from settings and a triage source."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from slack_bolt import App
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+
+from bot.config import BotConfig
+from bot.listeners import register_listeners
+from bot.listeners.state import BotState, utc_now
+from bot.sources import TriageSource
+from bot.store import Store
+
+RATE_LIMIT_RETRIES = 3
+
+
+def slack_client(environ: Mapping[str, str] | None = None) -> WebClient:
+    """A Web API client with the bot token from SLACK_BOT_TOKEN; SLACK_API_URL overrides the base.
+
+    429 answers are retried after the Retry-After the API sends.
+    """
+    environ = os.environ if environ is None else environ
+    base_url = environ.get("SLACK_API_URL") or WebClient.BASE_URL
+    client = WebClient(token=environ.get("SLACK_BOT_TOKEN"),
+                       base_url=base_url if base_url.endswith("/") else base_url + "/")
+    client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
+    return client
+
+
+def create_app(
+    config: BotConfig,
+    source: TriageSource,
+    store: Store | None = None,
+    client: WebClient | None = None,
+    *,
+    signing_secret: str | None = None,
+    clock: Callable[[], datetime] = utc_now,
+) -> App:
+    """The bolt App with gpuwhy's listeners; ``client`` defaults to :func:`slack_client`.
+
+    Listeners ack first and work after (process_before_response=False), which keeps every
+    answer inside Slack's 3-second limit in both HTTP and Socket Mode.
+    """
+    app = App(
+        client=client if client is not None else slack_client(),
+        signing_secret=signing_secret,
+        process_before_response=False,
+        logger=logging.getLogger("gpuwhy.slack"),
+    )
+    register_listeners(app, BotState(config=config, source=source, store=store, clock=clock))
+    return app

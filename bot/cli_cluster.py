@@ -1,0 +1,143 @@
+"""`gpuwhy snapshot` (support bundle) and `gpuwhy check` (pre-flight a manifest), plus the
+``--kubeconfig`` / ``--context`` options every live-cluster command shares."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from bot.render import render_text
+from triage.classify import triage
+from triage.cluster import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_TIMEOUT,
+    AdmissionRejected,
+    ManifestError,
+    ManifestPod,
+    dry_run_pod,
+    kubeconfig_namespace,
+    load_api_client,
+    preflight_snapshot,
+    read_bundle,
+    read_manifest,
+)
+from triage.errors import ClusterError
+from triage.refs import PodRef
+from triage.snapshot import DUMP_FILES
+from triage.vocabulary import CAUSE_INFO, Cause
+
+EXIT_OK, EXIT_NO, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3
+# In a pre-flight nobody has scheduled the pod yet: "no scheduler spoke" means "fits".
+_WOULD_SCHEDULE = frozenset({Cause.SCHEDULED, Cause.SCHEDULER_UNAVAILABLE})
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl: "
+                        "KUBECONFIG, ~/.kube/config, else the pod's service account)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--request-timeout", type=float, default=DEFAULT_TIMEOUT,
+                        metavar="SECONDS", help="give up on one API request after this long "
+                        f"(default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--page-size", type=int, default=DEFAULT_PAGE_SIZE, metavar="N",
+                        help=f"objects per list page (default {DEFAULT_PAGE_SIZE})")
+
+
+def api_client_from(args: argparse.Namespace) -> ApiClient:
+    return load_api_client(args.kubeconfig, args.context)
+
+
+def register(subparsers: Any) -> None:
+    snapshot = subparsers.add_parser(
+        "snapshot", help="write a support bundle: the cluster as a dump directory",
+        description="Write nodes, pods, events, quotas, RuntimeClasses and workloads as "
+        f"{', '.join(DUMP_FILES)} (the format `gpuwhy triage --snapshot DIR` reads). Pods: "
+        "every non-terminated pod, plus the finished ones of --namespace. Read only.")
+    snapshot.add_argument("directory", metavar="DIR")
+    snapshot.add_argument("-n", "--namespace", default="",
+                          help="events, quotas, workloads of this namespace only "
+                          "(default: every namespace)")
+    add_cluster_options(snapshot)
+    snapshot.set_defaults(func=run_snapshot)
+
+    check = subparsers.add_parser(
+        "check", help="would this manifest's pod schedule, and if not why (server dry-run)",
+        description="Create the manifest's Pod (or its workload's pod template) with a "
+        "server-side dry run, so admission runs exactly (quota, RuntimeClass, webhooks) and "
+        "nothing is stored; then check it against the nodes as a triage would. Exit 0: "
+        "would schedule; 1: would not; 2: bad manifest; 3: cluster unreadable.")
+    check.add_argument("-f", "--filename", required=True, metavar="FILE",
+                       help="manifest (YAML or JSON; several documents allowed)")
+    check.add_argument("-n", "--namespace", default="",
+                       help="namespace (default: the manifest's, else the context's)")
+    add_cluster_options(check)
+    check.set_defaults(func=run_check)
+
+
+def run_snapshot(args: argparse.Namespace) -> int:
+    directory = Path(args.directory)
+    if directory.exists() and not directory.is_dir():
+        return _fail(f"{directory} exists and is not a directory", EXIT_USAGE)
+    try:
+        snapshot = read_bundle(api_client_from(args), args.namespace, args.page_size,
+                               args.request_timeout)
+        snapshot.to_dir(directory)
+    except ClusterError as exc:
+        return _fail(str(exc), EXIT_UNREADABLE)
+    except OSError as exc:
+        return _fail(f"cannot write {directory}: {exc.strerror or exc}", EXIT_USAGE)
+    counts = ", ".join(f"{len(getattr(snapshot, attribute))} {attribute}"
+                       for attribute in DUMP_FILES.values())
+    print(f"gpuwhy snapshot: wrote {directory} ({counts})")
+    return EXIT_OK
+
+
+def run_check(args: argparse.Namespace) -> int:
+    try:
+        manifest_pods = read_manifest(args.filename)
+        namespaces = {p.namespace for p in manifest_pods if p.namespace}
+        if args.namespace and namespaces - {args.namespace}:
+            raise ManifestError(
+                f"{args.filename}: names namespace {', '.join(sorted(namespaces))}, "
+                f"not {args.namespace}; drop -n or make them agree")
+    except ManifestError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    try:
+        api_client = api_client_from(args)
+        fallback = args.namespace or kubeconfig_namespace(args.kubeconfig, args.context)
+        results = [_check_one(args, api_client, p, p.namespace or fallback)
+                   for p in manifest_pods]
+    except ClusterError as exc:
+        return _fail(str(exc), EXIT_UNREADABLE)
+    return EXIT_OK if all(results) else EXIT_NO
+
+
+def _check_one(args: argparse.Namespace, api_client: ApiClient, manifest_pod: ManifestPod,
+               namespace: str) -> bool:
+    """Print the answer for one pod; True when it would schedule."""
+    print(f"{manifest_pod.source} in namespace {namespace} (server dry-run; nothing created)")
+    try:
+        pod = dry_run_pod(api_client, manifest_pod.pod, namespace, args.request_timeout)
+    except AdmissionRejected as exc:
+        if exc.cause is None:
+            print(f"⛔ rejected at admission — {exc.message}\n")
+        else:
+            info = CAUSE_INFO[exc.cause]
+            print(f"{info.emoji} {exc.cause.value} — admission would reject it: {exc.message}\n"
+                  f"Next: {info.next_action}\n")
+        return False
+    snapshot = preflight_snapshot(api_client, pod, args.page_size, args.request_timeout)
+    verdict = triage(snapshot, PodRef(namespace, pod["metadata"]["name"]))
+    if Cause(verdict.cause) in _WOULD_SCHEDULE:
+        print(f"✅ would schedule — {verdict.node_summary or 'admitted'}\n")
+        return True
+    print(f"would not schedule:\n{render_text(verdict)}")
+    return False
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"gpuwhy: {message}", file=sys.stderr)
+    return code

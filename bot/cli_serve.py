@@ -1,0 +1,131 @@
+"""`gpuwhy serve`: the Slack bot. Socket Mode when SLACK_APP_TOKEN is set, else HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+from slack_bolt.error import BoltError
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from bot.app import create_app, slack_client
+from bot.config import BotConfig, ConfigError, load_config
+from bot.digest import DigestError
+from bot.serve import (
+    EVENTS_PATH,
+    HEALTH_PATH,
+    READY_PATH,
+    SlackHTTPServer,
+    digest_thread,
+    source_ready,
+)
+from bot.sources import SnapshotSource, WatchSource
+from bot.store import Store, StoreError
+from triage.errors import ClusterError
+from triage.snapshot import SnapshotError
+
+EXIT_OK, EXIT_SETUP = 0, 1
+DEFAULT_PORT = 3000
+log = logging.getLogger("gpuwhy")
+
+
+class ServeError(Exception):
+    """A setup problem; the message is one line for the terminal."""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve", help="run the Slack bot",
+        description="Answer /gpuwhy in Slack. Socket Mode when SLACK_APP_TOKEN is set, "
+                    f"otherwise HTTP on --port ({EVENTS_PATH}, needs SLACK_SIGNING_SECRET). "
+                    "SLACK_BOT_TOKEN is always needed; SLACK_API_URL overrides the Web API URL.")
+    parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+                        help=f"HTTP port for Slack and {HEALTH_PATH} / {READY_PATH} "
+                             f"(default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument("--snapshot", metavar="DIR",
+                        help="answer from a dump directory instead of the live cluster")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl)")
+    parser.add_argument("--context", help="kubeconfig context")
+    parser.set_defaults(func=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    env = os.environ
+    stop = threading.Event()
+    source: SnapshotSource | WatchSource | None = None
+    try:
+        config = load_config(env)
+        app_token, secret = _tokens(env)
+        store = Store(config.database_url)
+        store.upgrade()
+        client = slack_client(env)
+        source = _source(args, config)
+        app = create_app(config, source, store, client, signing_secret=secret)
+        ready_source = source
+        server = SlackHTTPServer((args.host, args.port), None if app_token else app,
+                                 lambda: source_ready(ready_source))
+        handler = SocketModeHandler(app, app_token) if app_token else None
+        digest = digest_thread(store, client, config.digest, stop) if config.digest.channel \
+            else None
+        if handler is not None:
+            handler.connect()  # type: ignore[no-untyped-call]
+    except (ConfigError, ServeError, SnapshotError, ClusterError, StoreError, DigestError,
+            BoltError, SlackApiError, SlackClientError, OSError) as exc:
+        _stop_source(source)
+        print(f"gpuwhy serve: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_SETUP
+    if digest is not None:
+        digest.start()
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+    threading.Thread(target=server.serve_forever, name="gpuwhy-http", daemon=True).start()
+    mode = "Socket Mode" if handler is not None else f"HTTP, POST {EVENTS_PATH}"
+    print(f"gpuwhy serve: {mode}; listening on http://{args.host}:{server.port} "
+          f"(GET {HEALTH_PATH}, {READY_PATH}); cluster {source.cluster}", file=sys.stderr,
+          flush=True)
+    try:
+        stop.wait()
+    finally:
+        server.shutdown()
+        if handler is not None:
+            handler.close()  # type: ignore[no-untyped-call]
+        _stop_source(source)
+        store.close()
+    return EXIT_OK
+
+
+def _tokens(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """SLACK_APP_TOKEN and SLACK_SIGNING_SECRET, after checking the ones the mode needs."""
+    if not env.get("SLACK_BOT_TOKEN"):
+        raise ServeError("SLACK_BOT_TOKEN is not set; export the bot token (xoxb-...)")
+    app_token = env.get("SLACK_APP_TOKEN") or None
+    secret = env.get("SLACK_SIGNING_SECRET") or None
+    if app_token is None and secret is None:
+        raise ServeError("SLACK_SIGNING_SECRET is not set; HTTP mode needs it to verify "
+                         "requests (or set SLACK_APP_TOKEN for Socket Mode)")
+    return app_token, secret
+
+
+def _source(args: argparse.Namespace, config: BotConfig) -> SnapshotSource | WatchSource:
+    if args.snapshot:
+        return SnapshotSource(args.snapshot, config.triage)
+    # Without a configured name the store records the API server's URL.
+    cluster = "" if config.cluster == BotConfig.cluster else config.cluster
+    return WatchSource(args.kubeconfig, args.context, config.triage, cluster=cluster).start()
+
+
+def _stop_source(source: SnapshotSource | WatchSource | None) -> None:
+    if isinstance(source, WatchSource):
+        source.stop()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__

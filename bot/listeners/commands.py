@@ -1,0 +1,138 @@
+"""`/gpuwhy`: parse and check at once (the ack), then triage and post the answer in the channel."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from bot.blocks import escape_mrkdwn, verdict_blocks, verdict_text
+from bot.digest import (
+    DEFAULT_STATS_WEEKS,
+    MAX_WEEKS,
+    DigestError,
+    parse_weeks,
+    stats_blocks,
+    stats_text,
+)
+from bot.listeners.state import BotState
+from bot.store import StoreError
+from triage.errors import ClusterError
+from triage.refs import USAGE, PodRef, RefError, parse_ref
+from triage.vocabulary import CAUSES
+
+log = logging.getLogger(__name__)
+
+COMMAND = "/gpuwhy"
+HELP_WORDS = ("help", "-h", "--help")
+STATS_WORD = "stats"
+STATS_USAGE = f"usage: {COMMAND} stats [WEEKS]  (WEEKS: 1 to {MAX_WEEKS})"
+APOLOGY = "Sorry, something went wrong while answering that. It has been logged; please try again."
+CHANNEL_REFUSAL = "Sorry, I don't answer in this channel. Please ask in your support channel."
+NO_STORE = "Stats need the incident store, and this gpuwhy runs without one."
+
+
+def help_text() -> str:
+    causes = "\n".join(f"{info.emoji} `{info.cause}` — {info.summary}" for info in CAUSES)
+    return (f"{USAGE}\n{STATS_USAGE}\n"
+            f"I answer with one cause word; they are checked in this order:\n{causes}")
+
+
+def namespace_refusal(namespace: str) -> str:
+    return (f"Sorry, namespace `{escape_mrkdwn(namespace, 63)}` can't be described in this "
+            "channel. Please ask in the channel for that team.")
+
+
+def register(app: App, state: BotState) -> None:
+    @app.command(COMMAND)
+    def gpuwhy(ack: Ack, command: dict[str, Any], respond: Respond, client: WebClient) -> None:
+        text = str(command.get("text") or "").strip()
+        channel = str(command.get("channel_id", ""))
+        user = str(command.get("user_id", ""))
+        words = text.split()
+        if not words:
+            ack(text=USAGE)
+        elif words[0].lower() in HELP_WORDS and len(words) == 1:
+            ack(text=help_text())
+        elif words[0].lower() == STATS_WORD:
+            answer_stats(state, ack, respond, channel, user, words[1:])
+        else:
+            answer_ref(state, ack, respond, client, channel, user, text)
+
+
+def answer_ref(state: BotState, ack: Ack, respond: Respond, client: WebClient,
+               channel: str, user: str, text: str) -> None:
+    try:
+        ref = parse_ref(text)
+    except RefError as exc:
+        ack(text=escape_mrkdwn(str(exc), 2000))
+        return
+    if not state.config.channel_allowed(channel):
+        log.info("refused %s for %s: channel %s is not configured", ref, user, channel)
+        ack(text=CHANNEL_REFUSAL)
+        return
+    if not state.may_describe(channel, ref.namespace):
+        log.info("refused %s for %s: namespace not allowed in channel %s", ref, user, channel)
+        ack(text=namespace_refusal(ref.namespace))
+        return
+    ack()
+    try:
+        post_answer(state, respond, client, channel, user, ref)
+    except ClusterError as exc:
+        respond(text=escape_mrkdwn(exc, 2000))
+    except Exception:
+        log.exception("answering %s for %s in %s failed", ref, user, channel)
+        respond(text=APOLOGY)
+
+
+def post_answer(state: BotState, respond: Respond, client: WebClient,
+                channel: str, user: str, ref: PodRef) -> None:
+    verdict = state.source.triage(ref)
+    blocks = verdict_blocks(verdict)
+    text = verdict_text(verdict)
+    try:
+        posted = client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+    except SlackApiError as exc:
+        # Typically not_in_channel: the asker still gets the answer, just without a thread.
+        log.warning("cannot post in %s (%s); answering %s privately", channel,
+                    exc.response.get("error"), user)
+        respond(text=f"{text}\n(I can't post in this channel; invite me to get a thread.)",
+                blocks=blocks)
+        return
+    state.remember(verdict, asked_by=user, channel=str(posted["channel"]),
+                   message_ts=str(posted["ts"]))
+
+
+def answer_stats(state: BotState, ack: Ack, respond: Respond, channel: str, user: str,
+                 args: list[str]) -> None:
+    if len(args) > 1:
+        ack(text=STATS_USAGE)
+        return
+    try:
+        weeks = parse_weeks(args[0]) if args else DEFAULT_STATS_WEEKS
+    except DigestError as exc:
+        ack(text=f"{escape_mrkdwn(exc, 300)}. {STATS_USAGE}")
+        return
+    if not state.config.channel_allowed(channel):
+        log.info("refused stats for %s: channel %s is not configured", user, channel)
+        ack(text=CHANNEL_REFUSAL)
+        return
+    if state.store is None:
+        ack(text=NO_STORE)
+        return
+    ack()
+    now, timezone = state.clock(), state.config.digest.timezone
+    try:
+        text = stats_text(state.store, weeks, now, timezone)
+        blocks = stats_blocks(state.store, weeks, now, timezone)
+    except (StoreError, DigestError) as exc:
+        respond(text=escape_mrkdwn(exc, 2000))
+        return
+    except Exception:
+        log.exception("stats for %s in %s failed", user, channel)
+        respond(text=APOLOGY)
+        return
+    respond(text=text, blocks=blocks)

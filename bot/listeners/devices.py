@@ -1,0 +1,34 @@
+"""The "show devices" reply, shared by the thread message and the button."""
+
+from __future__ import annotations
+
+import logging
+
+from slack_sdk import WebClient
+
+from bot.blocks import devices_blocks, devices_text
+from bot.listeners.state import BotState
+
+log = logging.getLogger(__name__)
+
+NAMESPACE_REFUSAL = "Sorry, that namespace can't be described in this channel."
+
+
+def reply_with_devices(state: BotState, client: WebClient, *, channel: str, thread_ts: str,
+                       user: str) -> bool:
+    """Post the device tables in the answer's thread; False when the thread is not an answer."""
+    posted = state.answer_for_thread(channel, thread_ts)
+    if posted is None:
+        return False
+    namespace = posted.verdict.ref.partition("/")[0]
+    if not state.may_describe(channel, namespace):
+        log.info("refused devices of %s for %s in %s", posted.verdict.ref, user, channel)
+        client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
+                                  text=NAMESPACE_REFUSAL)
+        return True
+    client.chat_postMessage(
+        channel=channel, thread_ts=thread_ts,
+        text=devices_text(posted.verdict, posted.created_at),
+        blocks=devices_blocks(posted.verdict, posted.created_at),
+    )
+    return True

@@ -1,0 +1,36 @@
+"""Thread replies: "show devices" under a gpuwhy answer; every other message is ignored."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_bolt import App
+from slack_sdk import WebClient
+
+from bot.listeners.devices import reply_with_devices
+from bot.listeners.state import BotState
+
+log = logging.getLogger(__name__)
+
+SHOW_DEVICES = re.compile(r"^\s*show devices\s*$", re.IGNORECASE)
+
+
+def register(app: App, state: BotState) -> None:
+    @app.message(SHOW_DEVICES)
+    def show_devices(message: dict[str, Any], body: dict[str, Any], client: WebClient) -> None:
+        thread_ts = message.get("thread_ts")
+        if not thread_ts or thread_ts == message.get("ts"):
+            return
+        event_id = str(body.get("event_id", ""))
+        if event_id and not state.seen.first_time(event_id):
+            log.info("event %s already handled (Slack retry)", event_id)
+            return
+        reply_with_devices(state, client, channel=str(message["channel"]),
+                           thread_ts=str(thread_ts), user=str(message.get("user", "")))
+
+    # Any other message: acknowledged so Slack does not retry it, and otherwise ignored.
+    @app.event("message")
+    def ignore_other_messages() -> None:
+        return

@@ -1,0 +1,109 @@
+"""What the listeners share: settings, the triage source, the store and recent answers."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from bot.config import BotConfig
+from bot.sources import TriageSource
+from bot.store import RecordingStore, Store, StoreError
+from triage.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+SLACK_SOURCE = "slack"
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class PostedAnswer:
+    verdict: Verdict
+    created_at: datetime
+
+
+class RecentAnswers:
+    """The answers this process posted, by (channel, message ts); the oldest are forgotten.
+
+    It lets "show devices" work without a store, and while a store write is still pending.
+    """
+
+    def __init__(self, capacity: int = 1000) -> None:
+        self._capacity = capacity
+        self._answers: OrderedDict[tuple[str, str], PostedAnswer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, channel: str, message_ts: str, answer: PostedAnswer) -> None:
+        with self._lock:
+            self._answers[(channel, message_ts)] = answer
+            while len(self._answers) > self._capacity:
+                self._answers.popitem(last=False)
+
+    def get(self, channel: str, message_ts: str) -> PostedAnswer | None:
+        with self._lock:
+            return self._answers.get((channel, message_ts))
+
+
+class SeenEvents:
+    """Event ids already handled, so a Slack retry of the same event does nothing."""
+
+    def __init__(self, capacity: int = 10000) -> None:
+        self._capacity = capacity
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def first_time(self, event_id: str) -> bool:
+        with self._lock:
+            if event_id in self._seen:
+                return False
+            self._seen[event_id] = None
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+            return True
+
+
+@dataclass
+class BotState:
+    config: BotConfig
+    source: TriageSource
+    store: Store | None = None
+    clock: Callable[[], datetime] = utc_now
+    recent: RecentAnswers = field(default_factory=RecentAnswers)
+    seen: SeenEvents = field(default_factory=SeenEvents)
+
+    def __post_init__(self) -> None:
+        self._recording = None if self.store is None else RecordingStore(self.store)
+
+    def remember(self, verdict: Verdict, *, asked_by: str, channel: str, message_ts: str) -> None:
+        """Keep a posted answer for its thread; a store failure is logged, never raised."""
+        now = self.clock()
+        self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
+        log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
+                 channel, message_ts)
+        if self._recording is not None:
+            self._recording.record(verdict, cluster=self.source.cluster, asked_by=asked_by,
+                                   source=SLACK_SOURCE, channel=channel, message_ts=message_ts,
+                                   at=now)
+
+    def answer_for_thread(self, channel: str, thread_ts: str) -> PostedAnswer | None:
+        """The gpuwhy answer that opened this thread, or None when it is not one of ours."""
+        posted = self.recent.get(channel, thread_ts)
+        if posted is not None or self.store is None:
+            return posted
+        try:
+            incident = self.store.incident_for_thread(channel, thread_ts)
+        except StoreError as exc:
+            log.warning("incident store: cannot look up thread %s/%s: %s", channel, thread_ts, exc)
+            return None
+        return None if incident is None else PostedAnswer(incident.verdict, incident.created_at)
+
+    def may_describe(self, channel: str, namespace: str) -> bool:
+        return self.config.channel_allowed(channel) and self.config.namespace_allowed(
+            channel, namespace)
