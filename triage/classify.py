@@ -429,11 +429,14 @@ def drop_exhausted(subject: Subject, node: K8sObject) -> str | None:
         free = _free(subject, node, resource)
         if free < request:
             allocatable = status_amount(node, "allocatable", resource) or 0
-            held = subject.snapshot.holders_on(node_name(node), resource)
-            names = ", ".join(pod_name(p) for p, _ in held[:4]) + (
-                f" +{len(held) - 4} more" if len(held) > 4 else "")
-            short.append(f"{allocatable - free}/{allocatable} {resource} held by {names}")
+            short.append(f"{allocatable - free}/{allocatable} {resource} held")
     return "; ".join(short) or None
+
+
+def _held_by(subject: Subject, node: K8sObject, resource: str) -> str:
+    held = subject.snapshot.holders_on(node_name(node), resource)
+    return ", ".join(pod_name(p) for p, _ in held[:4]) + (
+        f" +{len(held) - 4} more" if len(held) > 4 else "")
 
 
 def explain_exhausted(subject: Subject, dropped: list[tuple[K8sObject, str]]) -> Finding:
@@ -452,11 +455,13 @@ def explain_exhausted(subject: Subject, dropped: list[tuple[K8sObject, str]]) ->
         node = subject.snapshot.node(alternative.name) or {}
         elsewhere = (f", or relax {_selector_text(subject.spec)}: {alternative.name} has "
                      f"{_free(subject, node, resource)} free")
-    held = "; ".join(f"{node_name(n)} has {why}" for n, why in dropped[:3])
+    held = "; ".join(f"{node_name(n)} has {why} by {_held_by(subject, n, resource)}"
+                     for n, why in dropped[:3])
     return Finding(Cause.EXHAUSTED,
                    f"{held}{done}. Wait for them to finish{elsewhere}; or add capacity.",
                    [Evidence(f"Node/{node_name(n)}", f"status.allocatable[{resource}] − requests",
-                             why) for n, why in dropped[:5]])
+                             f"{why} by {_held_by(subject, n, resource)}")
+                    for n, why in dropped[:5]])
 
 
 def _fits_gpu_wise(subject: Subject, node: K8sObject | None) -> bool:
@@ -682,6 +687,7 @@ def _mark_fit(subject: Subject, fit: list[K8sObject]) -> None:
 
 # -- resolving the ref, assembling the Verdict ----------------------------------------------
 
+MAX_DEVICE_NODES = 50  # more than one Slack reply can show
 _STATE_RANK = {"not created": 0, "not scheduled": 1, "node error": 2, "scheduled": 3}
 
 
@@ -852,15 +858,22 @@ def _node_reports(subject: Subject) -> list[NodeReport]:
     reports = list(subject.reports.values())
     for report in reports:
         node = snapshot.node(report.name)
-        if node is None:
-            continue
-        matters = report.outcome not in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)
-        if matters:
-            report.devices = _devices(subject, node)
-        if report.outcome == FIT:
+        if report.outcome == FIT and node is not None:
             report.score = _own_score(subject, node)
-    return sorted(reports, key=lambda r: (order.get(r.outcome, order[Cause.DEVICE_UNFIT.value]),
-                                          -(r.score or 0), r.name))
+    reports.sort(key=lambda r: (order.get(r.outcome, order[Cause.DEVICE_UNFIT.value]),
+                                -(r.score or 0), r.name))
+    # Devices for the nodes a GPU check looked at; a 5,000-node answer lists the first ones.
+    matter = [r for r in reports
+              if r.outcome not in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)]
+    for report in matter[:MAX_DEVICE_NODES]:
+        node = snapshot.node(report.name)
+        if node is not None:
+            report.devices = _devices(subject, node)
+        if report.outcome != FIT and not any(d.code for d in report.devices):
+            # No per-card fit is known here (plain device plugin): the node's outcome holds.
+            for device in report.devices:
+                device.code = report.outcome
+    return reports
 
 
 def _devices(subject: Subject, node: K8sObject) -> list[Device]:

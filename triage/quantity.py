@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from functools import lru_cache
 
 _SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
@@ -27,9 +28,15 @@ def parse_quantity(value: object) -> Decimal:
     """Parse a quantity as the API server stores it; raise QuantityError if it is not one."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"not a quantity: {value!r}")
-    match = _QUANTITY.match(str(value).strip())
+    return _parse_text(str(value))
+
+
+@lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Decimal:
+    # Cached: a cluster repeats a few hundred distinct strings ("1", "8", "32Gi") 150,000 times.
+    match = _QUANTITY.match(text.strip())
     if match is None:
-        raise QuantityError(f"not a quantity: {value!r}")
+        raise QuantityError(f"not a quantity: {text!r}")
     number = Decimal(match["number"])
     if match["exp"]:
         return number * Decimal(10) ** int(match["exp"][1:])
