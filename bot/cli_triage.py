@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.blocks import verdict_blocks
-from bot.config import load_config
+from bot.config import ConfigError, load_config
 from bot.digest import digest_text, load_digest, load_timezone, week_start
 from bot.render import render_text
-from bot.sources import SnapshotSource, TriageSource
+from bot.sources import LiveSource, SnapshotSource, TriageSource
 from bot.store import RecordingStore, Store, StoreError, database_url
 from scoring.summary import log_lines
+from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import RefError, parse_ref
 from triage.snapshot import SnapshotError
@@ -65,7 +66,11 @@ def run_triage(args: argparse.Namespace) -> int:
     except RefError as exc:
         return _fail(str(exc).replace("/gpuwhy", "gpuwhy triage"), EXIT_USAGE)
     try:
-        source = _source(args)
+        config = load_config()
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    try:
+        source = _source(args, config.triage)
         verdict = source.triage(ref)
     except (SnapshotError, ClusterError) as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
@@ -79,12 +84,10 @@ def run_triage(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _source(args: argparse.Namespace) -> TriageSource:
+def _source(args: argparse.Namespace, config: TriageConfig) -> TriageSource:
     if args.snapshot:
-        return SnapshotSource(args.snapshot)
-    from bot.sources import LiveSource
-
-    return LiveSource(kubeconfig=args.kubeconfig, context=args.context)
+        return SnapshotSource(args.snapshot, config)
+    return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config)
 
 
 def demo_directory() -> Path:

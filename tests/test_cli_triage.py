@@ -97,3 +97,23 @@ def test_store_failure_never_costs_the_answer(tmp_path: Path,
     captured = capsys.readouterr()
     assert captured.out.startswith("⛔ too-large — research/big")
     assert "not recorded" in captured.err and "Traceback" not in captured.err
+
+
+def test_configured_gpu_resources_are_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("triage:\n  gpu_resources: [example.com/accel]\n")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    # research/ok asks nvidia.com/gpu, which this configuration does not count as a GPU
+    assert main(["triage", "research/ok", "--snapshot", SEVEN, "--no-record"]) == 0
+    assert capsys.readouterr().out.startswith("❔ no-gpu-request — research/ok")
+
+
+def test_bad_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("triage:\n  node_policy: fastest\n")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    assert main(["triage", "research/ok", "--snapshot", SEVEN]) == 2
+    err = capsys.readouterr().err
+    assert "node_policy must be one of binpack, spread" in err and "Traceback" not in err
