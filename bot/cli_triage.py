@@ -112,7 +112,8 @@ def run_demo(args: argparse.Namespace) -> int:
         if store is not None:
             tz = load_timezone(load_config().digest.timezone)
             now = datetime.now(UTC)
-            print(digest_text(load_digest(store, week_start(now, tz), tz)), end="")
+            print(f"Recorded {len(verdicts)} answers in {store.url}; this week so far:\n")
+            print(digest_text(load_digest(store, week_start(now, tz), tz)).rstrip("\n"))
     return EXIT_OK
 
 
