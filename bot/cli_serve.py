@@ -16,6 +16,7 @@ from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.app import create_app, slack_client
+from bot.cli_cluster import add_cluster_options
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
 from bot.serve import (
@@ -52,8 +53,7 @@ def register(subparsers: Any) -> None:
                              f"(default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--snapshot", metavar="DIR",
                         help="answer from a dump directory instead of the live cluster")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl)")
-    parser.add_argument("--context", help="kubeconfig context")
+    add_cluster_options(parser)
     parser.set_defaults(func=run_serve)
 
 
@@ -118,7 +118,8 @@ def _source(args: argparse.Namespace, config: BotConfig) -> SnapshotSource | Wat
         return SnapshotSource(args.snapshot, config.triage)
     # Without a configured name the store records the API server's URL.
     cluster = "" if config.cluster == BotConfig.cluster else config.cluster
-    return WatchSource(args.kubeconfig, args.context, config.triage, cluster=cluster).start()
+    return WatchSource(args.kubeconfig, args.context, config.triage, cluster=cluster,
+                       page_size=args.page_size, timeout=args.request_timeout).start()
 
 
 def _stop_source(source: SnapshotSource | WatchSource | None) -> None:

@@ -40,23 +40,23 @@ def register(subparsers: Any) -> None:
                         help="cover the last N full weeks (default 1), against the N before")
     digest.add_argument("--post", metavar="CHANNEL",
                         help="post to this Slack channel (SLACK_BOT_TOKEN), once per week")
-    _add_db(digest)
+    add_db_option(digest)
     digest.set_defaults(func=run_digest)
 
     stats = subparsers.add_parser("stats", help="answers per cause for each recent week")
     stats.add_argument("--weeks", default=str(DEFAULT_STATS_WEEKS), metavar="N",
                        help=f"the last N weeks, this one included (default {DEFAULT_STATS_WEEKS})")
-    _add_db(stats)
+    add_db_option(stats)
     stats.set_defaults(func=run_stats)
 
     db = subparsers.add_parser("db", help="incident store maintenance")
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
     upgrade = db_commands.add_parser("upgrade", help="migrate the schema to the newest version")
-    _add_db(upgrade)
+    add_db_option(upgrade)
     upgrade.set_defaults(func=run_upgrade)
 
 
-def _add_db(parser: argparse.ArgumentParser) -> None:
+def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="URL",
                         help="SQLAlchemy URL (default: GPUWHY_DATABASE_URL, else a SQLite file "
                              "in the user data directory)")

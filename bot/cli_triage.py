@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from bot.blocks import verdict_blocks
+from bot.cli_cluster import add_cluster_options
+from bot.cli_store import add_db_option
 from bot.config import ConfigError, load_config
 from bot.digest import digest_text, load_digest, load_timezone, week_start
 from bot.render import render_text
@@ -38,8 +40,7 @@ def register(subparsers: Any) -> None:
     triage_parser.add_argument("--snapshot", metavar="DIR",
                                help="read a dump directory instead of the live cluster")
     triage_parser.add_argument("--format", choices=("text", "json"), default="text")
-    triage_parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl)")
-    triage_parser.add_argument("--context", help="kubeconfig context")
+    add_cluster_options(triage_parser)
     _add_store_options(triage_parser)
     triage_parser.set_defaults(func=run_triage)
 
@@ -54,9 +55,7 @@ def register(subparsers: Any) -> None:
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-record", action="store_true",
                         help="do not store the answer as an incident")
-    parser.add_argument("--db", metavar="URL",
-                        help="incident store (default: GPUWHY_DATABASE_URL, else a SQLite file "
-                             "in the user data directory)")
+    add_db_option(parser)
 
 
 def run_triage(args: argparse.Namespace) -> int:
@@ -87,7 +86,8 @@ def run_triage(args: argparse.Namespace) -> int:
 def _source(args: argparse.Namespace, config: TriageConfig) -> TriageSource:
     if args.snapshot:
         return SnapshotSource(args.snapshot, config)
-    return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config)
+    return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config,
+                      page_size=args.page_size, timeout=args.request_timeout)
 
 
 def demo_directory() -> Path:
