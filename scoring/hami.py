@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from triage.quantity import QuantityError, parse_quantity
@@ -278,6 +278,9 @@ class HamiRequest:
     cores: int
     container: str = ""  # the container whose request this is
     containers: int = 1  # how many containers ask for NVIDIA GPUs
+    # (count, mem, percentage, cores) of every asking container, init containers first:
+    # HAMi fits them one after another, each on the usage the earlier ones leave.
+    asks: tuple[tuple[int, int | None, int | None, int], ...] = ()
     use_types: tuple[str, ...] | None = None
     nouse_types: tuple[str, ...] | None = None
     use_uuids: tuple[str, ...] | None = None
@@ -306,9 +309,8 @@ def hami_request(pod: Mapping[str, Any]) -> HamiRequest | None:
     None when no container asks for ``nvidia.com/gpu`` or a sharing resource, and also when
     only whole GPUs are asked for and the pod is not for hami-scheduler (plain device plugin).
 
-    HAMi fits each container in turn; gpuwhy fits the largest container (most cards, then
-    most memory, then most cores), which decides the answer whenever one container
-    dominates, and keeps one request per pod for the answer to show.
+    The request shown is the largest container's (most cards, then most memory, then most
+    cores); ``asks`` keeps every container's, which ``fit_node`` places in turn like HAMi.
     """
     spec = pod.get("spec", {}) or {}
     containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
@@ -327,7 +329,7 @@ def hami_request(pod: Mapping[str, Any]) -> HamiRequest | None:
 
     return HamiRequest(
         count=count, mem=mem, mem_percentage=percentage, cores=cores, container=name,
-        containers=len(asking),
+        containers=len(asking), asks=tuple(ask for _, ask in asking),
         use_types=listed(USE_TYPE_KEY), nouse_types=listed(NOUSE_TYPE_KEY),
         use_uuids=listed(USE_UUID_KEY), nouse_uuids=listed(NOUSE_UUID_KEY),
         vgpu_mode=annotations.get(VGPU_MODE_KEY),
@@ -496,19 +498,38 @@ def fit_node(node: Mapping[str, Any], pods_on_node: Iterable[Mapping[str, Any]],
              if NVIDIA_TYPE_WORD in d.type]
     score = _node_score(cards)
     cordoned = frozenset(u.strip() for u in _annotations(node).get(CORDON_KEY, "").split(","))
-    codes = [_first_failure(_BEFORE_NUMA, c, request, cordoned)
-             or _first_failure(_AFTER_NUMA, c, request, cordoned) for c in cards]
-    if request.count > len(cards):
-        return HamiNodeFit(registered=True, fits=False, reason=NODE_INSUFFICIENT_DEVICE,
-                           devices=_devices(cards, codes))
-    picked, given_up = _walk(cards, _try_order(cards, request), request, cordoned)
-    if len(picked) == request.count:
-        return HamiNodeFit(registered=True, fits=True, reason="", devices=_devices(cards, codes),
-                           score=score, chosen=[cards[i].device.uuid for i in picked])
-    for position in given_up:
-        codes[position] = NUMA_NOT_FIT
-    reason = node_reason((c for c in codes if c is not None), total=len(cards))
-    return HamiNodeFit(registered=True, fits=False, reason=reason, devices=_devices(cards, codes))
+    asks = request.asks or ((request.count, request.mem, request.mem_percentage, request.cores),)
+    before = cards
+    shown: list[str | None] | None = None  # the first container's codes, shown when it fits
+    chosen: list[str] = []
+    for count, mem, percentage, cores in asks:
+        ask = replace(request, count=count, mem=mem, mem_percentage=percentage, cores=cores)
+        codes = [_first_failure(_BEFORE_NUMA, c, ask, cordoned)
+                 or _first_failure(_AFTER_NUMA, c, ask, cordoned) for c in cards]
+        if ask.count > len(cards):
+            return HamiNodeFit(registered=True, fits=False, reason=NODE_INSUFFICIENT_DEVICE,
+                               devices=_devices(cards, codes))
+        picked, given_up = _walk(cards, _try_order(cards, ask), ask, cordoned)
+        if len(picked) < ask.count:
+            for position in given_up:
+                codes[position] = NUMA_NOT_FIT
+            reason = node_reason((c for c in codes if c is not None), total=len(cards))
+            return HamiNodeFit(registered=True, fits=False, reason=reason,
+                               devices=_devices(cards, codes))
+        shown = codes if shown is None else shown
+        chosen += [cards[i].device.uuid for i in picked]
+        cards = [_with_ask(card, ask) if i in picked else card for i, card in enumerate(cards)]
+    return HamiNodeFit(registered=True, fits=True, reason="",
+                       devices=_devices(before, shown or [None] * len(before)),
+                       score=score, chosen=chosen)
+
+
+def _with_ask(card: _CardState, ask: HamiRequest) -> _CardState:
+    """The card once a container has taken its share of it."""
+    usage = card.usage
+    return _CardState(card.device, Usage(usage.used + 1,
+                                         usage.usedmem + ask.memory_on(card.device.devmem),
+                                         usage.usedcores + ask.cores, list(usage.holders)))
 
 
 def _walk(cards: list[_CardState], order: list[int], request: HamiRequest,

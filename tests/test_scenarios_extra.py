@@ -25,11 +25,6 @@ EXTRA = Path(__file__).parent / "fixtures" / "scenarios-extra"
 EXTRA_NAMES = sorted(p.name for p in EXTRA.iterdir() if (p / "expected.json").exists())
 
 # Answers gpuwhy gets wrong today: (scenario, ref) -> the rule the expectation follows.
-KNOWN_WRONG: dict[tuple[str, str], str] = {
-    ("hami-legacy", "share/two-containers"):
-        "HAMi fits containers one after another with the earlier containers' cards added to "
-        "the usage; gpuwhy fits only the largest container",
-}
 
 
 def _cases() -> list[Any]:
@@ -37,10 +32,7 @@ def _cases() -> list[Any]:
     for scenario in EXTRA_NAMES:
         expected = json.loads((EXTRA / scenario / "expected.json").read_text())
         for ref, answer in expected.items():
-            marks = []
-            if (scenario, ref) in KNOWN_WRONG:
-                marks.append(pytest.mark.xfail(reason=KNOWN_WRONG[(scenario, ref)], strict=True))
-            cases.append(pytest.param(scenario, ref, answer, id=f"{scenario}:{ref}", marks=marks))
+            cases.append(pytest.param(scenario, ref, answer, id=f"{scenario}:{ref}"))
     return cases
 
 

@@ -6,6 +6,7 @@ quantities are canonical ("70k", not 70000).
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -507,3 +508,27 @@ def test_hami_sharing_own_score_matches_the_schedulers(snapshot: Snapshot) -> No
     assert _fit_in_snapshot(snapshot, "placed", "hami-a100-1").score == pytest.approx(10.24,
                                                                                      abs=0.005)
     assert _fit_in_snapshot(snapshot, "placed", "hami-t4-1").score == pytest.approx(0.0)
+
+
+def test_containers_are_placed_one_after_another() -> None:
+    # One card with room for one 10000 MiB container, not two.
+    hami_node = node("n1", [card("GPU-0", devmem=16384)])
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "10k"}
+    both = pod("p", limits, init_limits=None)
+    both["spec"]["containers"].append(copy.deepcopy(both["spec"]["containers"][0]))
+    both["spec"]["containers"][1]["name"] = "second"
+    fit = fit_node(hami_node, [], both, _request(both))
+    assert (fit.fits, fit.reason) == (False, "1/1 CardInsufficientMemory")
+    one = pod("q", limits)
+    assert fit_node(hami_node, [], one, _request(one)).fits
+
+
+def test_sequential_fit_shows_usage_before_the_pod() -> None:
+    hami_node = node("n1", [card("GPU-0", devmem=16384), card("GPU-1", index=1, devmem=16384)])
+    limits = {"nvidia.com/gpu": "1", "nvidia.com/gpumem": "10k"}
+    both = pod("p", limits)
+    both["spec"]["containers"].append(copy.deepcopy(both["spec"]["containers"][0]))
+    both["spec"]["containers"][1]["name"] = "second"
+    fit = fit_node(hami_node, [], both, _request(both))
+    assert fit.fits and sorted(fit.chosen) == ["GPU-0", "GPU-1"]
+    assert [d.memory_used for d in fit.devices] == [0, 0]
