@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from slack_bolt import App
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
@@ -18,6 +19,11 @@ from bot.sources import TriageSource
 from bot.store import Store
 
 RATE_LIMIT_RETRIES = 3
+SLACK_LOG = logging.getLogger("gpuwhy.slack")
+# Bolt warns that SLACK_BOT_TOKEN goes unused whenever it is given a client, even one built
+# from that very token; the warning would greet every start of `gpuwhy serve`.
+SLACK_LOG.addFilter(
+    lambda record: record.getMessage() != warning_client_prioritized_and_token_skipped())
 
 
 def slack_client(environ: Mapping[str, str] | None = None) -> WebClient:
@@ -51,7 +57,7 @@ def create_app(
         client=client if client is not None else slack_client(),
         signing_secret=signing_secret,
         process_before_response=False,
-        logger=logging.getLogger("gpuwhy.slack"),
+        logger=SLACK_LOG,
     )
     register_listeners(app, BotState(config=config, source=source, store=store, clock=clock))
     return app

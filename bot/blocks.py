@@ -29,6 +29,9 @@ MAX_DEVICE_NODES = 10  # two blocks each
 TABLE_BUDGET = 2800  # characters of device rows per table, fences and "+N more" excluded
 HOLDERS_SHOWN = 2
 TYPE_WIDTH = 24
+HOLDER_WIDTH = 64
+CODE_WIDTH = 40
+MAX_BUTTON_VALUE = 2000  # Block Kit's limit for a button's value
 
 BOUND_CAUSES = frozenset({Cause.SCHEDULED, Cause.NODE_RUNTIME_ERROR})
 _RULED_OUT = frozenset({Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED})
@@ -94,6 +97,7 @@ class AnswerView:
     cause: str
     ref: str
     kind: str | None  # None for a plain pod
+    button_value: str
     action: str
     evidence: list[Evidence]
     evidence_hidden: int
@@ -114,6 +118,7 @@ def answer_view(verdict: Verdict) -> AnswerView:
         cause=verdict.cause,
         ref=verdict.ref,
         kind=verdict.kind if is_workload else None,
+        button_value=verdict.ref[:MAX_BUTTON_VALUE],
         action=verdict.action,
         evidence=verdict.evidence[:MAX_EVIDENCE],
         evidence_hidden=max(0, len(verdict.evidence) - MAX_EVIDENCE),
@@ -192,18 +197,18 @@ def _device_cells(device: Device) -> tuple[str, ...]:
     else:
         memory = _used_of(device.memory_used, device.memory_total)
         cores = _used_of(device.cores_used, device.cores_total)
-    holders = ", ".join(device.holders[:HOLDERS_SHOWN])
+    holders = ", ".join(_clip(holder, HOLDER_WIDTH) for holder in device.holders[:HOLDERS_SHOWN])
     if len(device.holders) > HOLDERS_SHOWN:
         holders += f" +{len(device.holders) - HOLDERS_SHOWN} more"
     return (
         f"#{device.index}",
-        _short_uuid(device.uuid) or "-",
+        _short_uuid(one_line(device.uuid)) or "-",
         _clip(device.type, TYPE_WIDTH),
         memory,
         cores,
         "-" if device.numa is None else str(device.numa),
         holders or "-",
-        device.code or "fits",
+        _clip(device.code, CODE_WIDTH) if device.code else "fits",
     )
 
 
@@ -219,6 +224,8 @@ def _short_uuid(uuid: str) -> str:
 
 
 def _clip(text: str, width: int) -> str:
+    """One line of at most ``width`` characters: a table cell must not break the table."""
+    text = one_line(text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 from slack_bolt.error import BoltError
+from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.app import create_app, slack_client
@@ -35,6 +36,10 @@ from triage.snapshot import SnapshotError
 EXIT_OK, EXIT_SETUP = 0, 1
 DEFAULT_PORT = 3000
 log = logging.getLogger("gpuwhy")
+# The start-up check logs nothing itself: its failure becomes the one line serve prints.
+_QUIET = logging.getLogger("gpuwhy.serve.startup")
+_QUIET.addHandler(logging.NullHandler())
+_QUIET.propagate = False
 
 
 class ServeError(Exception):
@@ -67,6 +72,7 @@ def run_serve(args: argparse.Namespace) -> int:
         store = Store(config.database_url)
         store.upgrade()
         client = slack_client(env)
+        _check_bot_token(client)
         source = _source(args, config)
         app = create_app(config, source, store, client, signing_secret=secret)
         ready_source = source
@@ -76,7 +82,7 @@ def run_serve(args: argparse.Namespace) -> int:
         digest = digest_thread(store, client, config.digest, stop) if config.digest.channel \
             else None
         if handler is not None:
-            handler.connect()  # type: ignore[no-untyped-call]
+            _connect(handler)
     except (ConfigError, ServeError, SnapshotError, ClusterError, StoreError, DigestError,
             BoltError, SlackApiError, SlackClientError, OSError) as exc:
         _stop_source(source)
@@ -111,6 +117,44 @@ def _tokens(env: Mapping[str, str]) -> tuple[str | None, str | None]:
         raise ServeError("SLACK_SIGNING_SECRET is not set; HTTP mode needs it to verify "
                          "requests (or set SLACK_APP_TOKEN for Socket Mode)")
     return app_token, secret
+
+
+def _check_bot_token(client: WebClient) -> None:
+    """auth.test once, quietly, so a rejected token or an unreachable API is one clear line."""
+    quiet = WebClient(token=client.token, base_url=client.base_url, timeout=client.timeout,
+                      logger=_QUIET, retry_handlers=[])
+    try:
+        quiet.auth_test()
+    except SlackApiError as exc:
+        raise ServeError(f"Slack rejected SLACK_BOT_TOKEN ({exc.response.get('error')})") from exc
+    except (SlackClientError, OSError) as exc:
+        raise ServeError(f"cannot reach the Slack Web API at {client.base_url}: "
+                         f"{_reason(exc)}") from exc
+
+
+def _connect(handler: SocketModeHandler) -> None:
+    """Open the Socket Mode connection; a refusal is serve's one line, not a log record too."""
+    logger = handler.client.logger
+    logger.addFilter(_mute)
+    try:
+        handler.connect()  # type: ignore[no-untyped-call]
+    except SlackApiError as exc:
+        raise ServeError(f"Slack rejected SLACK_APP_TOKEN ({exc.response.get('error')}); Socket "
+                         "Mode needs an app-level token with connections:write") from exc
+    finally:
+        logger.removeFilter(_mute)
+
+
+def _mute(record: logging.LogRecord) -> bool:
+    return False
+
+
+def _reason(exc: BaseException) -> str:
+    """"connection refused" rather than "<urlopen error [Errno 111] Connection refused>"."""
+    reason = getattr(exc, "reason", exc)
+    if isinstance(reason, OSError) and reason.strerror:
+        return reason.strerror.lower()
+    return _one_line(reason if isinstance(reason, BaseException) else exc)
 
 
 def _source(args: argparse.Namespace, config: BotConfig) -> SnapshotSource | WatchSource:

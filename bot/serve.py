@@ -4,6 +4,7 @@ and the weekly digest thread."""
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import urllib.parse
 from collections.abc import Callable
@@ -23,6 +24,8 @@ EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 MAX_BODY = 1 << 20  # Slack payloads are far smaller
+TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
 
 
 @runtime_checkable
@@ -40,6 +43,7 @@ class SlackHTTPServer(ThreadingHTTPServer):
     """Health checks always; Slack's events, commands and actions when ``app`` is given."""
 
     daemon_threads = True
+    request_queue_size = 128  # the default 5 resets connections when Slack sends a burst
 
     def __init__(self, address: tuple[str, int], app: App | None,
                  ready: Callable[[], bool]) -> None:
@@ -74,7 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
         if length > MAX_BODY:
             self._send(413, b"too large\n")
             return
-        body = self.rfile.read(length).decode("utf-8")
+        stamp = self.headers.get(TIMESTAMP_HEADER)
+        if stamp is not None and not _TIMESTAMP.fullmatch(stamp):
+            # Unchecked, bolt's signature check fails on it with a 500 and a traceback.
+            self._send(401, b"invalid request\n")
+            return
+        body = self.rfile.read(length).decode("utf-8", errors="replace")
         headers: dict[str, Any] = {name: self.headers.get_all(name) for name in self.headers}
         response = self.server.app.dispatch(
             BoltRequest(body=body, query=parts.query, headers=headers))

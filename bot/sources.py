@@ -46,7 +46,9 @@ class LiveSource:
     """The live API, read cold for every triage (``gpuwhy triage``): nodes and pods are paged.
 
     Configured like kubectl (``kubeconfig`` / ``context``, KUBECONFIG, in-cluster service
-    account), or from a ready ``api_client``. Raises ClusterError when that fails.
+    account), or from a ready ``api_client``. Raises ClusterError when that fails. Only
+    non-terminated pods are listed (see triage.cluster), so an answer never names finished
+    pods that "hold nothing"; otherwise it equals the answer from a dump of the cluster.
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
@@ -70,7 +72,9 @@ class WatchSource:
     ``start()`` lists and then watches in two threads; ``ready()`` is true once both lists are
     complete (``wait_ready(timeout)`` blocks until then); ``stop()`` ends the watches. A triage
     costs a few requests (the pod or workload, its events, quotas, RuntimeClasses), whatever
-    the cluster size; before ready it raises ClusterError.
+    the cluster size; before ready it raises ClusterError: why the first list keeps failing
+    (forbidden, unreachable), else "still loading". Watch faults (410 Gone, dropped streams,
+    ERROR events) are repaired in the background while the last good state keeps serving.
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -27,7 +26,7 @@ from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQL
 from sqlalchemy.orm import sessionmaker
 
 import migrations
-from bot.config import default_database_url
+from bot.config import ConfigError, load_config
 from bot.models import DigestRun, Incident
 from triage.verdict import Verdict
 
@@ -39,6 +38,8 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
 # Any constant works; it only has to be the same for every gpuwhy replica.
 UPGRADE_LOCK_ID = 0x67707577
+# Alembic keeps the running migration in module globals: one migration per process at a time.
+_MIGRATING = threading.Lock()
 
 
 class StoreError(Exception):
@@ -64,19 +65,34 @@ class StoredIncident:
 
 
 def database_url(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> str:
-    """--db, else GPUWHY_DATABASE_URL, else the SQLite file in the user's data directory."""
-    env = os.environ if environ is None else environ
-    return explicit or env.get("GPUWHY_DATABASE_URL") or default_database_url()
+    """--db, else what `gpuwhy serve` uses: GPUWHY_DATABASE_URL, else the config file's
+    database_url, else the SQLite file in the user's data directory."""
+    if explicit:
+        return explicit
+    try:
+        return load_config(environ).database_url
+    except ConfigError as exc:
+        raise StoreURLError(str(exc)) from None
+
+
+def _masked(url: str) -> str:
+    """An unparsable URL as it may be shown: whatever precedes the last "@" (user, password)
+    hidden."""
+    credentials, at, host = url.rpartition("@")
+    if not at:
+        return url
+    scheme, separator, _ = credentials.partition("://")
+    return f"{scheme}{separator}***@{host}" if separator else f"***@{host}"
 
 
 def make_engine(url: str) -> Engine:
     """An Engine for ``url``; SQLite gets its directory, WAL, a busy timeout and foreign keys."""
     try:
         parsed = make_url(url)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # ValueError: a port that is not a number
         raise StoreURLError(
-            f"{url!r} is not a database URL (e.g. sqlite:////var/lib/gpuwhy/gpuwhy.db or "
-            "postgresql+psycopg://user@host/gpuwhy)"
+            f"{_masked(url)!r} is not a database URL (e.g. sqlite:////var/lib/gpuwhy/gpuwhy.db "
+            "or postgresql+psycopg://user@host/gpuwhy)"
         ) from None
     try:
         if parsed.get_backend_name() == "sqlite":
@@ -119,6 +135,17 @@ def alembic_config(connection: Connection) -> alembic.config.Config:
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
     return config
+
+
+def _lock_schema(connection: Connection) -> None:
+    """Hold a database-wide lock until the migration commits, so replicas starting together
+    migrate one after another instead of each creating the same tables."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": UPGRADE_LOCK_ID})
+    elif connection.dialect.name == "sqlite":
+        # The sqlite3 module runs DDL outside any transaction; an explicit IMMEDIATE one takes
+        # the write lock now (waiting out the busy timeout) and makes the migration atomic.
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _safe(url: URL) -> str:
@@ -169,10 +196,9 @@ class Store:
 
     def upgrade(self) -> None:
         """Bring the schema to the newest migration (safe to run from several replicas at once)."""
-        with self._failures("upgrade the schema"), self.engine.begin() as connection:
-            if connection.dialect.name == "postgresql":
-                connection.execute(text("SELECT pg_advisory_xact_lock(:id)"),
-                                   {"id": UPGRADE_LOCK_ID})
+        with _MIGRATING, self._failures("upgrade the schema"), \
+                self.engine.begin() as connection:
+            _lock_schema(connection)
             alembic.command.upgrade(alembic_config(connection), "head")
 
     def record(

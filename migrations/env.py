@@ -1,16 +1,13 @@
 """Alembic environment. gpuwhy passes its own connection (Store.upgrade); by hand, the URL
-comes from GPUWHY_DATABASE_URL or the default SQLite file."""
+is the one every gpuwhy command uses (GPUWHY_DATABASE_URL, the config file, the default)."""
 
 from __future__ import annotations
-
-import os
 
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from bot.config import default_database_url
 from bot.models import Base
-from bot.store import make_engine
+from bot.store import database_url, make_engine
 
 
 def run_migrations(connection: Connection) -> None:
@@ -29,7 +26,7 @@ given: Connection | None = context.config.attributes.get("connection")
 if given is not None:
     run_migrations(given)
 else:
-    engine = make_engine(os.environ.get("GPUWHY_DATABASE_URL") or default_database_url())
+    engine = make_engine(database_url())
     try:
         with engine.connect() as connection:
             run_migrations(connection)

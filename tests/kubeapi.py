@@ -5,8 +5,10 @@ labelSelector, limit/continue) and watch (ADDED/MODIFIED/DELETED/BOOKMARK, ERROR
 Status) the way kube-apiserver does: list items carry no kind/apiVersion, lists are kind
 ``<Kind>List`` with a resourceVersion, a too-old continue token or watch resourceVersion is 410.
 Faults can be injected per request (delay, Status error, connection reset, truncated JSON),
-every request is counted, and any write other than a ``dryRun=All`` create is recorded as
-unexpected: ``FakeKubeAPI.__exit__`` fails the test when one happened.
+open watch streams can be cut or ended with an ERROR event, every request is counted (with the
+credentials it carried), and any write other than a ``dryRun=All`` create of a Pod is recorded
+as unexpected: ``FakeKubeAPI.__exit__`` fails the test when one happened. With ``tls`` it
+serves HTTPS (``make_certificates`` writes a CA and a certificate for 127.0.0.1).
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from __future__ import annotations
 import base64
 import bisect
 import copy
+import datetime
+import ipaddress
 import json
 import re
 import socket
+import ssl
 import struct
 import sys
 import threading
@@ -63,6 +68,7 @@ class Request:
     method: str
     path: str
     query: dict[str, str]
+    authorization: str = ""
 
 
 @dataclass
@@ -116,7 +122,8 @@ def forbidden_status(verb: str, plural: str, group: str = "", namespace: str = "
 
 
 class FakeKubeAPI:
-    def __init__(self, dump_dir: str | Path | None = None, bookmark_interval: float = 0.2) -> None:
+    def __init__(self, dump_dir: str | Path | None = None, bookmark_interval: float = 0.2,
+                 tls: ssl.SSLContext | None = None) -> None:
         self._lock = threading.Condition()
         self._objects: dict[str, dict[Key, Obj]] = {k.plural: {} for k in KINDS}
         self._sorted_keys: dict[str, list[Key]] = {}
@@ -124,6 +131,7 @@ class FakeKubeAPI:
         self._resource_version = 1000
         self._compacted = 0
         self._drop_generation = 0
+        self._drop_error: Obj | None = None
         self._stopping = threading.Event()
         self.bookmark_interval = bookmark_interval
         self.faults: list[Fault] = []
@@ -134,6 +142,9 @@ class FakeKubeAPI:
         if dump_dir is not None:
             self.load(Path(dump_dir))
         self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
+        self.tls = tls
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.02,),
                                         daemon=True)
 
@@ -142,7 +153,7 @@ class FakeKubeAPI:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host!s}:{port}"
 
     def start(self) -> FakeKubeAPI:
         self._thread.start()
@@ -164,11 +175,15 @@ class FakeKubeAPI:
         if exc_type is None:
             assert not self.unexpected_writes, f"writes to the cluster: {self.unexpected_writes}"
 
-    def kubeconfig(self, path: Path, namespace: str = "default") -> Path:
+    def kubeconfig(self, path: Path, namespace: str = "default",
+                   ca_file: Path | None = None) -> Path:
         """A kubeconfig file pointing at this server, with a bearer token."""
+        cluster: Obj = {"server": self.url}
+        if ca_file is not None:
+            cluster["certificate-authority"] = str(ca_file)
         config = {
             "apiVersion": "v1", "kind": "Config", "current-context": "fake",
-            "clusters": [{"name": "fake", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "fake", "cluster": cluster}],
             "users": [{"name": "tester", "user": {"token": "test-token"}}],
             "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester",
                                                        "namespace": namespace}}],
@@ -236,10 +251,12 @@ class FakeKubeAPI:
             self._history.clear()
             self._lock.notify_all()
 
-    def drop_watches(self) -> None:
-        """Cut every open watch stream mid-way, as a restarting API server or a proxy does."""
+    def drop_watches(self, error: Obj | None = None) -> None:
+        """Cut every open watch stream mid-way, as a restarting API server or a proxy does;
+        with ``error`` (a Status), end each one with that ERROR event instead."""
         with self._lock:
             self._drop_generation += 1
+            self._drop_error = error
             self._lock.notify_all()
 
     def inject(self, kind: str, path: str = "", *, method: str = "GET", query: str = "",
@@ -367,11 +384,12 @@ class FakeKubeAPI:
                 if self._stopping.is_set():
                     return
                 dropped = self._drop_generation != generation
+                error = self._drop_error
                 expired = since < self._compacted
                 current = self._resource_version
                 compacted = self._compacted
             if dropped:
-                yield None
+                yield None if error is None else {"type": "ERROR", "object": error}
                 return
             if expired:
                 yield {"type": "ERROR", "object": status_body(
@@ -398,11 +416,15 @@ class FakeKubeAPI:
         return (self._stopping.is_set() or self._drop_generation != generation
                 or since < self._compacted)
 
-    def create(self, kind: Kind, namespace: str, query: Mapping[str, str], body: Obj,
-               request: Request) -> tuple[int, Obj]:
-        if query.get("dryRun") != "All" or kind.kind != "Pod":
-            self.unexpected_writes.append(request)
-            return 405, status_body(405, "MethodNotAllowed", "this test server is read only")
+    def is_allowed(self, request: Request) -> bool:
+        """Reads, and the one write gpuwhy may make: a dry-run create of a Pod."""
+        if request.method == "GET":
+            return True
+        route = self.route(request.path)
+        return (request.method == "POST" and request.query.get("dryRun") == "All"
+                and route is not None and route[0].kind == "Pod" and not route[2])
+
+    def create(self, namespace: str, body: Obj) -> tuple[int, Obj]:
         self.dry_runs.append(body)
         return _admit(self, namespace, body)
 
@@ -600,10 +622,15 @@ def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
         def _serve(self, method: str) -> None:
             split = urlsplit(self.path)
             query = dict(parse_qsl(split.query, keep_blank_values=True))
-            request = Request(method, split.path, query)
+            request = Request(method, split.path, query, self.headers.get("Authorization") or "")
             api.requests.append(request)
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else {}
+            if not api.is_allowed(request):
+                api.unexpected_writes.append(request)
+                self._send(405, status_body(405, "MethodNotAllowed", "this test server is "
+                                            "read only"))
+                return
             fault = api.take_fault(method, split.path, split.query)
             if fault is not None and self._fault(fault):
                 return
@@ -617,11 +644,8 @@ def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
                                             "requested resource"), truncate)
                 return
             kind, namespace, name = route
-            if method == "POST" and not name:
-                self._send(*api.create(kind, namespace, query, body, request), truncate)
-            elif method != "GET":
-                api.unexpected_writes.append(request)
-                self._send(405, status_body(405, "MethodNotAllowed", "read only"), truncate)
+            if method == "POST":
+                self._send(*api.create(namespace, body), truncate)
             elif name:
                 self._send(*api.read(kind, namespace, name), truncate)
             elif query.get("watch") in ("1", "true"):
@@ -722,3 +746,47 @@ def generated_cluster(nodes: int, pods_per_node: int, gpus_per_node: int = 8) ->
                                                   "restartCount": 0}]},
             })
     return objects
+
+
+def make_certificates(directory: Path) -> tuple[Path, ssl.SSLContext]:
+    """A throwaway CA (``ca.crt`` in ``directory``) and a server context for 127.0.0.1 it signs."""
+    # Imported here: only the TLS tests need it.
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def certificate(subject: str, key: ec.EllipticCurvePrivateKey, issuer: str,
+                    signer: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+                   .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if ca:
+            builder = builder.add_extension(x509.KeyUsage(
+                digital_signature=True, content_commitment=False, key_encipherment=False,
+                data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                encipher_only=False, decipher_only=False), critical=True)
+        else:
+            builder = builder.add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    server_key = ec.generate_private_key(ec.SECP256R1())
+    ca_file, chain_file, key_file = (directory / n for n in ("ca.crt", "server.crt", "server.key"))
+    ca_file.write_bytes(certificate("fake-ca", ca_key, "fake-ca", ca_key, True)
+                        .public_bytes(serialization.Encoding.PEM))
+    chain_file.write_bytes(certificate("127.0.0.1", server_key, "fake-ca", ca_key, False)
+                           .public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(server_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption()))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(chain_file, key_file)
+    return ca_file, context

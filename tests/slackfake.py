@@ -17,7 +17,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,6 +32,92 @@ BOT_USER = "UBOT"
 BOT_ID = "BBOT"
 TEAM = "T0GPU"
 APP_ID = "A0GPU"
+MESSAGE_METHODS = ("chat.postMessage", "chat.postEphemeral", "response_url")
+
+# Block Kit's documented limits; Slack answers invalid_blocks when one is broken.
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_SECTION_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_CONTEXT_ELEMENTS = 10
+MAX_HEADER_TEXT = 150
+MAX_ACTIONS_ELEMENTS = 25
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_VALUE = 2000
+MAX_ID = 255  # block_id, action_id
+MAX_MESSAGE_TEXT = 40000  # longer top-level text is msg_too_long
+
+
+def _text_problem(where: str, text: Any, limit: int, kinds: tuple[str, ...]) -> list[str]:
+    if not isinstance(text, dict) or text.get("type") not in kinds:
+        return [f"{where}: text must be one of {kinds}"]
+    length = len(text.get("text") or "")
+    if not 1 <= length <= limit:
+        return [f"{where}: text is {length} characters, must be 1 to {limit}"]
+    return []
+
+
+def block_kit_problems(blocks: Any) -> list[str]:
+    """What Slack would reject in ``blocks``, as readable lines; empty when Slack takes them."""
+    if not isinstance(blocks, list):
+        return ["blocks must be a list"]
+    problems = [f"{len(blocks)} blocks, at most {MAX_BLOCKS}"] if len(blocks) > MAX_BLOCKS else []
+    any_text = ("mrkdwn", "plain_text")
+    for number, block in enumerate(blocks):
+        where, kind = f"block {number}", block.get("type")
+        if len(block.get("block_id", "")) > MAX_ID:
+            problems.append(f"{where}: block_id longer than {MAX_ID}")
+        if kind == "section":
+            fields = block.get("fields")
+            if "text" in block or not fields:
+                problems += _text_problem(where, block.get("text"), MAX_SECTION_TEXT, any_text)
+            if fields is not None and not 1 <= len(fields) <= MAX_SECTION_FIELDS:
+                problems.append(f"{where}: {len(fields)} fields")
+            for field in fields or []:
+                problems += _text_problem(where, field, MAX_FIELD_TEXT, any_text)
+        elif kind == "context":
+            elements = block.get("elements") or []
+            if not 1 <= len(elements) <= MAX_CONTEXT_ELEMENTS:
+                problems.append(f"{where}: {len(elements)} context elements")
+            for element in elements:
+                problems += _text_problem(where, element, MAX_SECTION_TEXT, any_text)
+        elif kind == "header":
+            problems += _text_problem(where, block.get("text"), MAX_HEADER_TEXT, ("plain_text",))
+        elif kind == "actions":
+            elements = block.get("elements") or []
+            if not 1 <= len(elements) <= MAX_ACTIONS_ELEMENTS:
+                problems.append(f"{where}: {len(elements)} action elements")
+            for button in elements:
+                problems += _text_problem(where, button.get("text"), MAX_BUTTON_TEXT,
+                                          ("plain_text",))
+                if len(button.get("value", "")) > MAX_BUTTON_VALUE:
+                    problems.append(f"{where}: button value longer than {MAX_BUTTON_VALUE}")
+                if not 1 <= len(button.get("action_id", "")) <= MAX_ID:
+                    problems.append(f"{where}: action_id must be 1 to {MAX_ID} characters")
+        elif kind != "divider":
+            problems.append(f"{where}: unknown block type {kind!r}")
+    return problems
+
+
+def message_problem(params: dict[str, Any]) -> dict[str, Any] | None:
+    """Slack's error answer for a message it would refuse, else None."""
+    if "blocks" in params and (problems := block_kit_problems(params["blocks"])):
+        return {"ok": False, "error": "invalid_blocks", "errors": problems}
+    if len(str(params.get("text", ""))) > MAX_MESSAGE_TEXT:
+        return {"ok": False, "error": "msg_too_long"}
+    return None
+
+
+_LIVE_MRKDWN = re.compile(r"<[^>]*>?|&(?!amp;|lt;|gt;)")
+
+
+def live_mrkdwn(text: str) -> list[str]:
+    """Raw ``<...>`` spans (where mentions, links and dates start) and bare ``&`` in ``text``.
+
+    Escaped text (``&lt;``, ``&gt;``, ``&amp;``) is shown literally and is not listed.
+    """
+    return _LIVE_MRKDWN.findall(text)
+
 
 @dataclass(frozen=True)
 class Call:
@@ -38,6 +126,11 @@ class Call:
     path: str
     headers: dict[str, str]
     answer: dict[str, Any]  # what the fake replied
+
+class _LocalServer(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # tests send bursts of requests
+
 
 class FakeSlack:
     """Web API methods gpuwhy uses, recording every call; optional 429s and errors per method."""
@@ -58,8 +151,7 @@ class FakeSlack:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _LocalServer(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         daemon=True)
@@ -125,6 +217,9 @@ class FakeSlack:
                 headers = {"Retry-After": str(limited[1])}
             elif method in self._errors:
                 status, answer, headers = 200, {"ok": False, "error": self._errors[method]}, {}
+            elif method in MESSAGE_METHODS and (refusal := message_problem(params)):
+                status = 400 if method == "response_url" else 200
+                answer, headers = refusal, {}
             else:
                 status, answer, headers = 200, self._answer(method, params), {}
             self.calls.append(Call(method, params, request.path, dict(request.headers.items()),
@@ -268,6 +363,19 @@ def button_payload(*, channel: str, message_ts: str, value: str, user: str = "U0
 
 def button_body(**kwargs: Any) -> str:
     return urllib.parse.urlencode({"payload": json.dumps(button_payload(**kwargs))})
+
+
+def http(port: int, path: str, body: str | None = None,
+         headers: dict[str, str] | None = None) -> tuple[int, str]:
+    """GET (no body) or POST to 127.0.0.1:``port``; the status and the body, errors included."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=None if body is None else body.encode(),
+        headers=headers or {}, method="GET" if body is None else "POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
 
 
 # --- `gpuwhy serve` as a process --------------------------------------------------------------

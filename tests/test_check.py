@@ -51,6 +51,29 @@ spec:
 """
 
 
+STATEFULSET = """\
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+  namespace: research
+spec:
+  serviceName: db
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      nodeSelector: {pool: a100}
+      containers:
+      - name: db
+        image: db:1
+        resources:
+          limits: {nvidia.com/gpu: 5}
+"""
+
+
 def pod(name: str, pool: str, gpus: int = 1) -> str:
     return f"""\
 apiVersion: v1
@@ -162,18 +185,52 @@ def test_cannot_create_is_a_forbidden_sentence(api: FakeKubeAPI, tmp_path: Path,
     ("apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {}\n",
      "gpuwhy: Job/j: no pod template at spec.template\n"),
     ("- just\n- a list\n", "gpuwhy: {path}: a document is not a Kubernetes object\n"),
-])
+    ("", "gpuwhy: {path}: no Pod and no pod template (Deployment, ReplicaSet, StatefulSet, "
+     "DaemonSet, Job, CronJob) in it\n"),
+    (b"\xff\xfe", "gpuwhy: {path}: not UTF-8 text\n"),
+    ("__directory__", "gpuwhy: {path}: cannot read: Is a directory\n"),
+], ids=["missing", "not-yaml", "service", "no-template", "list-of-scalars", "empty", "binary",
+        "directory"])
 def test_a_bad_manifest_is_one_line_and_exit_2(api: FakeKubeAPI, tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str],
-                                               manifest: str | None, message: str) -> None:
+                                               manifest: str | bytes | None,
+                                               message: str) -> None:
     path = tmp_path / "manifest.yaml"
-    if manifest is not None:
+    if manifest == "__directory__":
+        path.mkdir()
+    elif isinstance(manifest, bytes):
+        path.write_bytes(manifest)
+    elif manifest is not None:
         path.write_text(manifest)
     assert main(["check", "-f", str(path), "--kubeconfig",
                  str(api.kubeconfig(tmp_path / "kubeconfig"))]) == 2
     captured = capsys.readouterr()
     assert captured.err == message.format(path=path)
     assert api.requests == []
+
+
+def test_a_statefulset_template_is_checked(api: FakeKubeAPI, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(api, tmp_path, STATEFULSET) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("StatefulSet/db in namespace research (server dry-run; nothing "
+                          "created)\n")
+    assert "too-large — research/db-x7k2q" in out
+    assert [d["metadata"] for d in api.dry_runs] == [
+        {"labels": {"app": "db"}, "generateName": "db-", "namespace": "research"}]
+
+
+@pytest.mark.parametrize("manifest", [pod("p", "a100"), DEPLOYMENT, JOB, STATEFULSET],
+                         ids=["pod", "deployment", "job", "statefulset"])
+def test_check_writes_nothing_but_one_dry_run_create(api: FakeKubeAPI, tmp_path: Path,
+                                                     manifest: str) -> None:
+    check(api, tmp_path, manifest, *(["-n", "infer"] if manifest == DEPLOYMENT else []))
+    writes = [(r.method, r.path, r.query) for r in api.requests if r.method != "GET"]
+    assert len(writes) == 1
+    method, path, query = writes[0]
+    assert (method, query) == ("POST", {"dryRun": "All"})
+    assert path.startswith("/api/v1/namespaces/") and path.endswith("/pods")
+    assert api.unexpected_writes == []
 
 
 def test_namespace_flag_must_agree_with_the_manifest(api: FakeKubeAPI, tmp_path: Path,

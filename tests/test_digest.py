@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import threading
-from datetime import UTC, datetime, timedelta
+import time
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -37,9 +38,12 @@ from triage.refs import parse_ref
 from triage.verdict import NodeReport, Verdict
 
 BERLIN = ZoneInfo("Europe/Berlin")
+NEW_YORK = ZoneInfo("America/New_York")
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 # ISO week 2026-W01 starts on Monday 29 December 2025.
 YEAR_START = datetime(2025, 12, 29, tzinfo=BERLIN)
+# The weeks (0 = 2026-W01) holding a daylight-saving change: 167 and 169 hours long.
+DST_WEEKS = {"Europe/Berlin": (12, 42), "America/New_York": (9, 43)}
 EMPTY_WEEKS = {10, 11, 30}
 DEVICE_UNFIT_FROM = 40
 
@@ -55,23 +59,22 @@ def expected_counts(week: int) -> dict[str, int]:
     return {cause: n for cause, n in counts.items() if n}
 
 
-def generated_year() -> list[StoredIncident]:
-    """The incidents of 2026 in Berlin: the first of each week at Monday 00:00 local, the last
+def generated_year(tz: ZoneInfo = BERLIN) -> list[StoredIncident]:
+    """The incidents of 2026 in ``tz``: the first of each week at Monday 00:00 local, the last
     at Sunday 23:59:59 local, so every week boundary (and both DST changes) is exercised."""
     incidents: list[StoredIncident] = []
     for week in range(53):
-        monday = datetime(2025, 12, 29, tzinfo=BERLIN).date() + timedelta(weeks=week)
+        monday = date(2025, 12, 29) + timedelta(weeks=week)
         causes = [cause for cause, n in expected_counts(week).items() for _ in range(n)]
         for position, cause in enumerate(causes):
             if position == 0:
-                local = datetime(monday.year, monday.month, monday.day, tzinfo=BERLIN)
+                local = datetime(monday.year, monday.month, monday.day, tzinfo=tz)
             elif position == len(causes) - 1:
                 sunday = monday + timedelta(days=6)
-                local = datetime(sunday.year, sunday.month, sunday.day, 23, 59, 59, tzinfo=BERLIN)
+                local = datetime(sunday.year, sunday.month, sunday.day, 23, 59, 59, tzinfo=tz)
             else:
                 wednesday = monday + timedelta(days=2)
-                local = datetime(wednesday.year, wednesday.month, wednesday.day, 12,
-                                 tzinfo=BERLIN)
+                local = datetime(wednesday.year, wednesday.month, wednesday.day, 12, tzinfo=tz)
             incidents.append(StoredIncident(
                 id=len(incidents) + 1, created_at=local.astimezone(UTC),
                 verdict=Verdict(ref=f"team-{week % 2}/job-{position}", cause=cause, action="act"),
@@ -97,11 +100,27 @@ def test_weeks_start_monday_midnight_local_across_dst() -> None:
     assert week_key(last_full_week(datetime(2026, 1, 1, tzinfo=UTC), BERLIN)) == "2025-W52"
 
 
-def test_digest_of_every_week_of_a_generated_year() -> None:
-    year = generated_year()
+def test_new_york_weeks_across_dst() -> None:
+    # DST starts Sunday 8 March 2026 at 02:00: Monday 2 March 00:00 EST to Monday 9 March EDT.
+    start = week_start(datetime(2026, 3, 8, 12, tzinfo=UTC), NEW_YORK)
+    assert start.astimezone(UTC) == datetime(2026, 3, 2, 5, tzinfo=UTC)
+    assert add_weeks(start, 1).astimezone(UTC) == datetime(2026, 3, 9, 4, tzinfo=UTC)
+    assert week_key(start) == "2026-W10"
+    # DST ends Sunday 1 November 2026: Monday 26 October EDT to Monday 2 November EST.
+    start = week_start(datetime(2026, 11, 1, 12, tzinfo=UTC), NEW_YORK)
+    assert start.astimezone(UTC) == datetime(2026, 10, 26, 4, tzinfo=UTC)
+    assert add_weeks(start, 1).astimezone(UTC) == datetime(2026, 11, 2, 5, tzinfo=UTC)
+    # Monday 03:00 UTC is still Sunday evening in New York: the week before.
+    assert week_key(week_start(datetime(2026, 11, 2, 3, tzinfo=UTC), NEW_YORK)) == "2026-W44"
+    assert week_key(week_start(datetime(2026, 11, 2, 5, tzinfo=UTC), NEW_YORK)) == "2026-W45"
+
+
+@pytest.mark.parametrize("tz", [BERLIN, NEW_YORK], ids=str)
+def test_digest_of_every_week_of_a_generated_year(tz: ZoneInfo) -> None:
+    year = generated_year(tz)
     for week in range(53):
-        start = add_weeks(YEAR_START, week)
-        digest = compute_digest(year, start, BERLIN)
+        start = datetime(2025, 12, 29, tzinfo=tz) + timedelta(weeks=week)  # local wall clock
+        digest = compute_digest(year, start, tz)
         now, before = expected_counts(week), expected_counts(week - 1)
         assert {t.cause: t.count for t in digest.causes if t.count} == now, week_key(start)
         assert {t.cause: t.previous for t in digest.causes if t.previous} == before
@@ -138,11 +157,18 @@ def test_empty_week_and_a_cause_appearing_for_the_first_time() -> None:
     assert "device-unfit" not in told.first_time
 
 
-def test_dst_weeks_keep_their_monday_midnight_incidents() -> None:
-    year = generated_year()
-    for week in (12, 13, 42, 43):  # 2026-W13/W14 (spring), W43/W44 (autumn)
-        digest = compute_digest(year, add_weeks(YEAR_START, week), BERLIN)
-        assert digest.total == sum(expected_counts(week).values()), week
+@pytest.mark.parametrize("tz", [BERLIN, NEW_YORK], ids=str)
+def test_dst_weeks_keep_their_monday_midnight_incidents(tz: ZoneInfo) -> None:
+    year = generated_year(tz)
+    for dst_week in DST_WEEKS[tz.key]:
+        for week in (dst_week, dst_week + 1):  # the short or long week, and the one after
+            start = week_start(datetime(2025, 12, 29, 12, tzinfo=tz) + timedelta(weeks=week), tz)
+            # Through UTC: Python subtracts two times of one zone by their wall clocks.
+            end = add_weeks(start, 1)
+            hours = (end.astimezone(UTC) - start.astimezone(UTC)).total_seconds() / 3600
+            assert hours == (168 if week != dst_week else 167 if dst_week < 26 else 169)
+            digest = compute_digest(year, start, tz)
+            assert digest.total == sum(expected_counts(week).values()), week
 
 
 def incident(number: int, at: datetime, verdict: Verdict) -> StoredIncident:
@@ -243,14 +269,18 @@ def record_year(store: Store) -> None:
                      at=item.created_at)
 
 
-def test_store_backed_digest_and_stats(tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+def test_store_backed_digest_and_stats(database_url: str) -> None:
+    store = Store(database_url)
     store.upgrade()
     record_year(store)
-    for week in (12, 13, DEVICE_UNFIT_FROM, DEVICE_UNFIT_FROM + 1):
+    for week in range(53):
         digest = load_digest(store, add_weeks(YEAR_START, week), BERLIN)
         assert {t.cause: t.count for t in digest.causes if t.count} == expected_counts(week)
-        assert digest.first_time == (("device-unfit",) if week == DEVICE_UNFIT_FROM else ())
+        assert {t.cause: t.previous for t in digest.causes if t.previous} == \
+            expected_counts(week - 1)
+        first = {"exhausted", "allocatable-zero"} if week == 0 else {"no-gpu-node"} \
+            if week == 1 else {"device-unfit"} if week == DEVICE_UNFIT_FROM else set()
+        assert set(digest.first_time) == first, week
 
     two = load_digest(store, add_weeks(YEAR_START, 12), BERLIN, weeks=2)
     assert two.key == "2026-W13..2026-W14"
@@ -275,12 +305,14 @@ def test_store_backed_digest_and_stats(tmp_path: Path) -> None:
 
 
 class Posts:
-    def __init__(self, failures: int = 0) -> None:
+    def __init__(self, failures: int = 0, delay_s: float = 0) -> None:
         self.sent: list[tuple[str, str, list[dict[str, Any]]]] = []
         self.failures = failures
+        self.delay_s = delay_s
         self.lock = threading.Lock()
 
     def __call__(self, channel: str, text: str, blocks: list[dict[str, Any]]) -> None:
+        time.sleep(self.delay_s)
         with self.lock:
             if self.failures:
                 self.failures -= 1
@@ -288,24 +320,25 @@ class Posts:
             self.sent.append((channel, text, blocks))
 
 
-def test_two_racing_senders_post_once(database_url: str) -> None:
+def test_racing_senders_post_once(database_url: str) -> None:
+    """Two replicas (two Store objects, two connection pools), three sending threads each."""
     replicas = [Store(database_url), Store(database_url)]
     replicas[0].upgrade()
     digest = load_digest(replicas[0], datetime(2026, 11, 23, tzinfo=BERLIN), BERLIN)
-    posts = Posts()
-    start = threading.Barrier(2)
+    posts = Posts(delay_s=0.05)  # a slow Slack: the others arrive while the first one posts
+    start = threading.Barrier(6)
     results: list[bool] = []
 
     def send(replica: Store) -> None:
         start.wait()
         results.append(post_once(replica, digest, "C1", posts))
 
-    threads = [threading.Thread(target=send, args=(replica,)) for replica in replicas]
+    threads = [threading.Thread(target=send, args=(replicas[n % 2],)) for n in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert sorted(results) == [False, True]
+    assert sorted(results) == [False] * 5 + [True]
     assert [channel for channel, _, _ in posts.sent] == ["C1"]
     for replica in replicas:
         replica.close()

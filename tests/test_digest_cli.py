@@ -15,15 +15,16 @@ from slack_sdk import WebClient
 from slackfake import FakeSlack
 
 from bot.cli import main
-from bot.config import DigestSchedule
-from bot.digest import Blocks, DigestScheduler, last_full_week, week_key
+from bot.config import DigestSchedule, load_config
+from bot.digest import Blocks, DigestScheduler, last_full_week, stats_blocks, week_key
 from bot.store import Store
 from triage.verdict import Verdict
 
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GPUWHY_DATABASE_URL", "GPUWHY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_API_URL"):
+    for name in ("GPUWHY_DATABASE_URL", "GPUWHY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_API_URL",
+                 "XDG_DATA_HOME"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -76,6 +77,35 @@ def test_stats_prints_a_table(db: str, capsys: pytest.CaptureFixture[str]) -> No
     assert lines[3].split() == ["exhausted", "0", "2", "0"]
 
 
+def test_terminal_and_slack_stats_show_the_same_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpuwhy stats` and `/gpuwhy stats` (stats_blocks, as the slash command sends it)."""
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("digest:\n  timezone: Etc/GMT+12\n")  # no DST: 7 days = one week
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    db = f"sqlite:///{tmp_path / 'gpuwhy.db'}"
+    store = Store(db)
+    store.upgrade()
+    now = datetime.now(UTC)
+    for number, (cause, ago) in enumerate((("exhausted", timedelta(days=14)),
+                                           ("exhausted", timedelta(days=7)),
+                                           ("exhausted", timedelta(days=7, seconds=1)),
+                                           ("allocatable-zero", timedelta(seconds=1)))):
+        store.record(Verdict(f"ml/p{number}", cause, "act"), cluster="prod", asked_by="cli",
+                     source="cli", at=now - ago)
+    assert main(["stats", "--db", db, "--weeks", "3"]) == 0
+    terminal = capsys.readouterr().out.rstrip("\n")
+    slack = stats_blocks(store, 3, datetime.now(UTC), load_config().digest.timezone)
+    store.close()
+    assert slack[0]["text"]["text"] == f"```{terminal}```"
+    lines = terminal.splitlines()
+    assert lines[0] == "gpuwhy answers per week (Etc/GMT+12)"
+    assert [line.split()[1:] for line in lines[2:5]] == [
+        ["0", "0", "1"], ["1", "2", "0"], ["1", "2", "1"]]
+    assert [line.split()[0] for line in lines[2:5]] == ["allocatable-zero", "exhausted", "total"]
+
+
 def test_db_upgrade_creates_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "new" / "gpuwhy.db"
     assert main(["db", "upgrade", "--db", f"sqlite:///{path}"]) == 0
@@ -89,6 +119,39 @@ def test_db_url_from_the_environment(
     monkeypatch.setenv("GPUWHY_DATABASE_URL", db)
     assert main(["digest"]) == 0
     assert "2 answers" in capsys.readouterr().out
+
+
+def test_db_flag_beats_the_environment(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    elsewhere = tmp_path / "elsewhere.db"
+    monkeypatch.setenv("GPUWHY_DATABASE_URL", f"sqlite:///{elsewhere}")
+    assert main(["digest", "--db", db]) == 0
+    assert "2 answers" in capsys.readouterr().out
+    assert not elsewhere.exists()
+
+
+def test_default_store_is_in_the_user_data_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert main(["db", "upgrade"]) == 0
+    path = tmp_path / "xdg" / "gpuwhy" / "gpuwhy.db"
+    assert capsys.readouterr().out == f"database sqlite:///{path} is up to date\n"
+    assert path.is_file()
+
+
+def test_config_file_names_the_store_as_for_serve(
+    db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CronJob running `gpuwhy digest` with the bot's config reads the bot's store."""
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text(f"database_url: {db}\n")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert main(["digest"]) == 0
+    assert "2 answers" in capsys.readouterr().out
+    assert not (tmp_path / "xdg").exists()
 
 
 def test_post_goes_out_once_per_week(
@@ -138,7 +201,7 @@ def test_post_without_a_token(db: str, capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize("command", ["digest", "stats"])
-@pytest.mark.parametrize("weeks", ["0", "-1", "x", "99"])
+@pytest.mark.parametrize("weeks", ["0", "-1", "abc", "53", "1000", ""])
 def test_bad_weeks(db: str, command: str, weeks: str,
                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main([command, "--db", db, "--weeks", weeks]) == 2
@@ -150,6 +213,8 @@ def test_bad_weeks(db: str, command: str, weeks: str,
     ("not-a-url", 2, "is not a database URL"),
     ("oracle+nothere://h/db", 2, "unsupported driver"),
     ("postgresql+psycopg://gpuwhy:pw@127.0.0.1:1/gpuwhy", 4, "Connection refused"),
+    ("postgresql+psycopg://gpuwhy:pw@127.0.0.1:port/gpuwhy", 2, "is not a database URL"),
+    ("sqlite:////proc/gpuwhy/gpuwhy.db", 4, "cannot create its directory"),
 ])
 @pytest.mark.parametrize("command", [["digest"], ["stats"], ["db", "upgrade"]])
 def test_bad_database(command: list[str], url: str, code: int, says: str,
@@ -160,14 +225,27 @@ def test_bad_database(command: list[str], url: str, code: int, says: str,
     assert err.count("\n") == 1 and "Traceback" not in err and ":pw@" not in err
 
 
-def test_bad_timezone_in_config(db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize("command", ["digest", "stats"])
+def test_bad_timezone_in_config(command: str, db: str, tmp_path: Path,
+                                monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "gpuwhy.yaml"
     config.write_text("digest:\n  timezone: Mars/Olympus\n")
     monkeypatch.setenv("GPUWHY_CONFIG", str(config))
-    assert main(["digest", "--db", db]) == 2
-    assert capsys.readouterr().err == ("gpuwhy digest: unknown timezone 'Mars/Olympus' "
+    assert main([command, "--db", db]) == 2
+    assert capsys.readouterr().err == (f"gpuwhy {command}: unknown timezone 'Mars/Olympus' "
                                        "(use an IANA name such as Europe/Berlin)\n")
+
+
+@pytest.mark.parametrize("command", [["digest"], ["stats"], ["db", "upgrade"]])
+def test_unreadable_config(command: list[str], tmp_path: Path,
+                           monkeypatch: pytest.MonkeyPatch,
+                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("GPUWHY_CONFIG", str(tmp_path / "missing.yaml"))
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"gpuwhy {' '.join(command)}: config ") and "cannot read" in err
+    assert err.count("\n") == 1
 
 
 def test_scheduler_logs_what_slack_answered(

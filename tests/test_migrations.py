@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import alembic.command
@@ -14,10 +17,13 @@ from alembic.script import ScriptDirectory
 from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
 from sqlalchemy import inspect, text
 
+from bot.cli import main
 from bot.models import Base
 from bot.store import MIGRATIONS_DIR, Store, alembic_config
+from triage.verdict import Verdict
 
 TABLES = {"incidents", "digest_runs"}
+REPO = Path(__file__).resolve().parents[1]
 
 
 def tables(store: Store) -> set[str]:
@@ -47,6 +53,57 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     store.upgrade()  # a second start changes nothing
     assert tables(store) == TABLES
     assert revision(store) == head
+    store.close()
+
+
+def test_db_upgrade_twice_keeps_the_data(database_url: str,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["db", "upgrade", "--db", database_url]) == 0
+    store = Store(database_url)
+    store.record(Verdict("ml/a", "exhausted", "wait"), cluster="prod", asked_by="cli",
+                 source="cli", at=datetime(2026, 11, 23, tzinfo=UTC))
+    assert main(["db", "upgrade", "--db", database_url]) == 0
+    assert revision(store) == ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head()
+    assert [i.verdict.ref for i in store.incidents_between(
+        datetime(2026, 1, 1, tzinfo=UTC), datetime(2027, 1, 1, tzinfo=UTC))] == ["ml/a"]
+    store.close()
+    assert capsys.readouterr().out.count("is up to date\n") == 2
+
+
+# Each replica imports gpuwhy, says it is ready, and migrates when the test says go.
+REPLICA = """
+import sys
+from bot.store import Store
+store = Store(sys.argv[1])
+print("ready", flush=True)
+sys.stdin.readline()
+store.upgrade()
+print("migrated", flush=True)
+"""
+
+
+def test_replicas_starting_together_migrate_once(database_url: str) -> None:
+    """Several gpuwhy processes (serve replicas, a digest CronJob) upgrading one empty store
+    at the same moment: every one of them starts."""
+    replicas = [subprocess.Popen([sys.executable, "-c", REPLICA, database_url],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, cwd=REPO)
+                for _ in range(3)]
+    try:
+        for replica in replicas:
+            assert replica.stdout is not None and replica.stdout.readline() == "ready\n"
+        for replica in replicas:
+            assert replica.stdin is not None
+            replica.stdin.write("go\n")
+            replica.stdin.flush()
+        results = [(*replica.communicate(timeout=60), replica.returncode)
+                   for replica in replicas]
+    finally:
+        for replica in replicas:
+            replica.kill()
+    assert results == [("migrated\n", "", 0)] * 3
+    store = Store(database_url)
+    assert tables(store) == TABLES
     store.close()
 
 

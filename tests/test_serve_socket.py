@@ -95,3 +95,18 @@ def test_socket_mode_gives_the_same_answers(slack: FakeSlack, served: ServeProce
     assert button_reply.params["thread_ts"] == ts
     slack.settle(0.5)
     assert len(slack.calls_to("chat.postMessage")) == 3  # the retry was not answered again
+
+
+def test_a_rejected_app_token_is_one_line(tmp_path: Path) -> None:
+    slack = FakeSlack()  # no Socket Mode endpoint: apps.connections.open says invalid_auth
+    try:
+        process = ServeProcess(["--snapshot", SEVEN_STATES], {
+            "SLACK_BOT_TOKEN": "xoxb-socket-test", "SLACK_APP_TOKEN": "xapp-revoked",
+            "SLACK_API_URL": slack.api_url,
+            "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'gpuwhy.db'}"})
+        assert process.wait() == 1
+    finally:
+        slack.close()
+    assert process.stderr == [
+        "gpuwhy serve: Slack rejected SLACK_APP_TOKEN (invalid_auth); Socket Mode needs an "
+        "app-level token with connections:write\n"]

@@ -7,7 +7,7 @@ import logging
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,12 +19,14 @@ from slackfake import (
     FakeSlack,
     button_body,
     command_body,
+    live_mrkdwn,
     message_event,
     sign,
 )
 
 from bot.app import create_app, slack_client
 from bot.config import BotConfig
+from bot.digest import stats_blocks, stats_text
 from bot.sources import LiveSource, SnapshotSource
 from bot.store import Store
 from triage.errors import ClusterError
@@ -38,6 +40,7 @@ SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 TRIAGED_AT = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
 CHANNEL = "C0SUPPORT"
 FORM = "application/x-www-form-urlencoded"
+Headers = dict[str, str | Sequence[str]]
 
 
 def golden(name: str) -> dict[str, Any]:
@@ -63,9 +66,20 @@ class FixedSource:
 
     def __init__(self, verdict: Verdict) -> None:
         self.verdict = verdict
+        self.asked: list[PodRef] = []
 
     def triage(self, ref: PodRef) -> Verdict:
+        self.asked.append(ref)
         return self.verdict
+
+
+def verdict_fixture(name: str) -> Verdict:
+    data = json.loads((FIXTURES / "verdicts" / f"{name}.json").read_text(encoding="utf-8"))
+    return Verdict.from_dict(data)
+
+
+def simple_source() -> FixedSource:
+    return FixedSource(Verdict(ref="research/full", cause="exhausted", action="wait"))
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +103,8 @@ def make_app(slack: FakeSlack, source: Any, *, store: Store | None = None,
 
 def dispatch(app: App, body: str, *, content_type: str = FORM, secret: str = SECRET,
              timestamp: int | None = None, extra: dict[str, str] | None = None) -> BoltResponse:
-    headers = {"content-type": content_type, **sign(secret, body, timestamp), **(extra or {})}
+    headers: Headers = {"content-type": content_type, **sign(secret, body, timestamp),
+                        **(extra or {})}
     return app.dispatch(BoltRequest(body=body, headers=headers))
 
 
@@ -235,6 +250,13 @@ def test_rate_limited_post_is_retried_after_retry_after(slack: FakeSlack,
     ("Research/full", "`Research` is not a valid namespace name. " + USAGE),
     ("research/Bad_Name", "`Bad_Name` is not a valid pod or workload name. " + USAGE),
     ("<!channel>/x", "`&lt;!channel&gt;` is not a valid namespace name. " + USAGE),
+    ("research/a/b", "`research/a/b` has more than one `/`. " + USAGE),
+    ("help research/full", USAGE),
+    ("status", USAGE),
+    ("show devices", "Reply `show devices` in the thread of a gpuwhy answer, or press its Show "
+                     "devices button. " + USAGE),
+    ("  Show Devices ", "Reply `show devices` in the thread of a gpuwhy answer, or press its Show "
+                        "devices button. " + USAGE),
 ])
 def test_bad_input_gets_the_usage_line_and_nothing_else(text: str, message: str,
                                                         slack: FakeSlack,
@@ -252,11 +274,24 @@ def test_help_lists_usage_and_every_cause(slack: FakeSlack,
     assert lines[0] == USAGE
     assert lines[1] == "usage: /gpuwhy stats [WEEKS]  (WEEKS: 1 to 52)"
     assert lines[-len(CAUSES):] == [f"{c.emoji} `{c.cause}` — {c.summary}" for c in CAUSES]
+    words = [line.split("`")[1] for line in lines[-len(CAUSES):]]
+    assert words == [
+        "quota-exceeded", "runtimeclass-missing", "no-gpu-request", "selector-mismatch",
+        "taint-untolerated", "no-gpu-node", "allocatable-zero", "too-large", "exhausted",
+        "device-unfit", "other-constraint", "scheduler-unavailable", "node-runtime-error",
+        "scheduled", "pod-not-found"]
 
 
-def test_cluster_failure_is_one_plain_sentence(slack: FakeSlack) -> None:
-    sentence = "The cluster at https://127.0.0.1:1 is unreachable: connection refused."
-    app = make_app(slack, FailingSource(ClusterError(sentence)))
+@pytest.mark.parametrize(("error", "sentence"), [
+    ("The cluster at https://127.0.0.1:1 is unreachable: connection refused.",
+     "The cluster at https://127.0.0.1:1 is unreachable: connection refused."),
+    ("gpuwhy may not list pods\n  in namespace research.",
+     "gpuwhy may not list pods in namespace research."),
+    ("", "Sorry, the cluster could not be read. Please try again in a minute."),
+])
+def test_cluster_failure_is_one_plain_sentence(error: str, sentence: str,
+                                               slack: FakeSlack) -> None:
+    app = make_app(slack, FailingSource(ClusterError(error)))
     assert ask(app, slack, "research/full").body == ""
     [reply] = slack.wait_for("response_url")
     assert reply.params == {"text": sentence}
@@ -302,14 +337,16 @@ ACCESS = BotConfig(database_url="sqlite://", channels={CHANNEL: ("research",), "
                              "Please ask in the channel for that team."),
 ])
 def test_access_is_refused_politely_and_logged(channel: str, text: str, refusal: str,
-                                               slack: FakeSlack, seven_states: SnapshotSource,
+                                               slack: FakeSlack,
                                                caplog: pytest.LogCaptureFixture) -> None:
-    app = make_app(slack, seven_states, config=ACCESS)
+    source = simple_source()
+    app = make_app(slack, source, config=ACCESS)
     with caplog.at_level(logging.INFO):
         assert ack_text(ask(app, slack, text, channel=channel)) == refusal
     assert "refused" in caplog.text
     slack.settle()
     assert web_calls(slack) == []
+    assert source.asked == []  # no triage at all
 
 
 @pytest.mark.parametrize(("channel", "text"),
@@ -410,25 +447,126 @@ def test_a_retried_event_is_answered_once(slack: FakeSlack, seven_states: Snapsh
     assert web_calls(slack) == ["chat.postMessage", "chat.postMessage"]
 
 
-def test_show_devices_refused_where_the_namespace_is_no_longer_allowed(
-        tmp_path: Path, slack: FakeSlack, seven_states: SnapshotSource,
+@pytest.mark.parametrize(("config", "refusal"), [
+    (BotConfig(database_url="sqlite://", channels={CHANNEL: ("ml",)}),
+     "Sorry, namespace `research` can't be described in this channel. "
+     "Please ask in the channel for that team."),
+    (BotConfig(database_url="sqlite://", channels={"C0OTHER": ("*",)}),
+     "Sorry, I don't answer in this channel. Please ask in your support channel."),
+])
+@pytest.mark.parametrize("asked_by", ["button", "thread"])
+def test_devices_are_refused_where_access_was_withdrawn(
+        config: BotConfig, refusal: str, asked_by: str, tmp_path: Path, slack: FakeSlack,
         caplog: pytest.LogCaptureFixture, answered: Answer) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
     store.upgrade()
-    ts = answered(make_app(slack, seven_states, store=store), slack)
+    ts = answered(make_app(slack, simple_source(), store=store), slack)
     wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
-    strict = BotConfig(database_url="sqlite://", channels={CHANNEL: ("ml",)})
-    reconfigured = make_app(slack, seven_states, store=store, config=strict)
+    reconfigured = make_app(slack, simple_source(), store=store, config=config)
     with caplog.at_level(logging.INFO):
-        dispatch(reconfigured, event_body("show devices", thread_ts=ts, event_id="Ev-ns"),
-                 content_type="application/json")
-        [refusal] = slack.wait_for("chat.postEphemeral")
-    assert refusal.params == {"channel": CHANNEL, "user": "U0ALICE", "thread_ts": ts,
-                              "text": "Sorry, that namespace can't be described in this channel.",
-                              "team_id": "T0GPU"}
-    assert "refused devices of research/full" in caplog.text
+        if asked_by == "button":
+            dispatch(reconfigured, button_body(channel=CHANNEL, message_ts=ts,
+                                               value="research/full",
+                                               response_url=slack.response_url("button")))
+        else:
+            dispatch(reconfigured, event_body("show devices", thread_ts=ts, event_id="Ev-acl"),
+                     content_type="application/json")
+        [ephemeral] = slack.wait_for("chat.postEphemeral")
+    assert ephemeral.params["text"] == refusal
+    assert (ephemeral.params["user"], ephemeral.params["thread_ts"]) == ("U0ALICE", ts)
+    assert "refused devices of research/full for U0ALICE" in caplog.text
     slack.settle()
     assert web_calls(slack) == ["chat.postMessage", "chat.postEphemeral"]
+
+
+def test_button_failure_is_an_apology(slack: FakeSlack, answered: Answer,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    app = make_app(slack, simple_source())
+    ts = answered(app, slack)
+    slack.fail("chat.postMessage", "channel_not_found")
+    with caplog.at_level(logging.ERROR):
+        dispatch(app, button_body(channel=CHANNEL, message_ts=ts, value="research/full",
+                                  response_url=slack.response_url("button")))
+        [reply] = slack.wait_for("response_url")
+    assert reply.params == {"text": "Sorry, something went wrong while answering that. It has "
+                                     "been logged; please try again.",
+                            "replace_original": False}
+    assert "channel_not_found" in caplog.text
+
+
+def test_thread_failure_is_logged_and_nothing_else(slack: FakeSlack, answered: Answer,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    app = make_app(slack, simple_source())
+    ts = answered(app, slack)
+    slack.fail("chat.postMessage", "channel_not_found")
+    with caplog.at_level(logging.ERROR):
+        dispatch(app, event_body("show devices", thread_ts=ts, event_id="Ev-fail"),
+                 content_type="application/json")
+        slack.wait_for("chat.postMessage", 2)
+        wait_until(lambda: f"showing devices of {CHANNEL}/{ts} for U0ALICE failed" in caplog.text
+                   or None)
+    slack.settle()
+    assert web_calls(slack) == ["chat.postMessage", "chat.postMessage"]
+
+
+# --- mrkdwn injection -------------------------------------------------------------------------
+
+HOSTILE_SHOWN = "&lt;!channel&gt; &lt;@U1&gt; &lt;http://x|y&gt; &amp;amp;"
+OWN_DATE = "<!date^1796047500^{date_short_pretty} {time}|2026-11-30 14:05 UTC>"
+
+
+def said(call: Any) -> list[str]:
+    """Every text of a message the app sent: the fallback and each text inside the blocks."""
+    texts: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "text" and isinstance(item, str):
+                    texts.append(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk({"text": call.params.get("text", ""), "blocks": call.params.get("blocks", [])})
+    return texts
+
+
+def test_hostile_cluster_strings_reach_slack_inert(slack: FakeSlack, answered: Answer) -> None:
+    app = make_app(slack, FixedSource(verdict_fixture("hostile")))
+    ts = answered(app, slack)
+    dispatch(app, event_body("show devices", thread_ts=ts, event_id="Ev-hostile"),
+             content_type="application/json")
+    answer, devices = slack.wait_for("chat.postMessage", 2)
+    assert answer.answer["ok"] and devices.answer["ok"]  # Slack took the blocks
+    for call in (answer, devices):
+        texts = said(call)
+        assert [t for text in texts for t in live_mrkdwn(text) if t != OWN_DATE] == []
+        assert any(HOSTILE_SHOWN in text for text in texts)
+    assert answer.params["text"].count(HOSTILE_SHOWN) == 4
+
+
+@pytest.mark.parametrize("failure", ["cluster", "forgotten", "not_in_channel"])
+def test_hostile_strings_in_ephemeral_replies_are_inert(failure: str, slack: FakeSlack) -> None:
+    hostile = verdict_fixture("hostile")
+    if failure == "cluster":
+        app = make_app(slack, FailingSource(ClusterError(f"cannot read {hostile.ref}.")))
+        ask(app, slack, "research/full")
+    elif failure == "forgotten":
+        app = make_app(slack, FixedSource(hostile))
+        dispatch(app, button_body(channel=CHANNEL, message_ts="1700000000.000001",
+                                  value=hostile.ref, response_url=slack.response_url()))
+    else:
+        slack.fail("chat.postMessage", "not_in_channel")
+        app = make_app(slack, FixedSource(hostile))
+        ask(app, slack, "research/full")
+    [reply] = slack.wait_for("response_url")
+    assert reply.answer["ok"]
+    texts = said(reply)
+    assert [t for text in texts for t in live_mrkdwn(text)] == []
+    assert "research/" + HOSTILE_SHOWN in texts[0]
 
 
 # --- signatures -------------------------------------------------------------------------------
@@ -453,7 +591,7 @@ def test_unsigned_or_stale_requests_are_refused(case: str, slack: FakeSlack,
 def test_a_tampered_body_is_refused(slack: FakeSlack, seven_states: SnapshotSource) -> None:
     app = make_app(slack, seven_states)
     body = command_body("research/full", response_url=slack.response_url())
-    headers = {"content-type": FORM, **sign(SECRET, body)}
+    headers: Headers = {"content-type": FORM, **sign(SECRET, body)}
     tampered = body.replace(urllib.parse.quote("research/full", safe=""), "ml%2Ffinetune")
     assert tampered != body
     assert app.dispatch(BoltRequest(body=tampered, headers=headers)).status == 401
@@ -472,14 +610,28 @@ def test_stats_answers_from_the_store(tmp_path: Path, slack: FakeSlack,
     wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
     assert ask(app, slack, "stats 2").body == ""
     [reply] = slack.wait_for("response_url")
-    assert "exhausted" in reply.params["text"]
-    assert reply.params["blocks"]
+    assert reply.answer["ok"]
+    # The same numbers as `gpuwhy stats --weeks 2` at that moment.
+    assert reply.params["text"] == stats_text(store, 2, TRIAGED_AT)
+    assert reply.params["blocks"] == stats_blocks(store, 2, TRIAGED_AT)
+    rows = {line.split()[0]: line.split()[1:] for line in reply.params["text"].splitlines()[2:4]}
+    assert rows == {"exhausted": ["0", "1"], "total": ["0", "1"]}
+
+
+def test_stats_when_the_store_fails_is_one_sentence(tmp_path: Path, slack: FakeSlack) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'no-schema.db'}")  # never upgraded: no tables
+    ask(make_app(slack, simple_source(), store=store), slack, "stats")
+    [reply] = slack.wait_for("response_url")
+    assert reply.params["text"].startswith("database sqlite:///")
+    assert "\n" not in reply.params["text"] and "Traceback" not in reply.params["text"]
 
 
 @pytest.mark.parametrize(("text", "start"), [
     ("stats 0", "weeks must be from 1 to 52, not 0."),
     ("stats many", "weeks must be a whole number from 1 to 52, not 'many'."),
     ("stats 1 2", "usage: /gpuwhy stats [WEEKS]"),
+    ("stats 53", "weeks must be from 1 to 52, not 53."),
+    ("stats -1", "weeks must be from 1 to 52, not -1."),
 ])
 def test_bad_stats_input_gets_its_usage(text: str, start: str, slack: FakeSlack,
                                         seven_states: SnapshotSource) -> None:

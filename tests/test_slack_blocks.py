@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from slackfake import MAX_BUTTON_VALUE, block_kit_problems, live_mrkdwn
 
 from bot.blocks import (
     devices_blocks,
@@ -26,6 +28,9 @@ from triage.vocabulary import CAUSES
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = sorted((FIXTURES / "golden").glob("*.json"))
 TRIAGED_AT = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
+HOSTILE = "<!channel> <@U1> <http://x|y> &amp;"
+HOSTILE_SHOWN = "&lt;!channel&gt; &lt;@U1&gt; &lt;http://x|y&gt; &amp;amp;"
+OWN_DATE = re.compile(r"^<!date\^\d+\^\{date_short_pretty\} \{time\}\|[-0-9 :UTC]+>$")
 INJECTIONS = ("<!channel>", "<!here>", "<!everyone>", "<@U123>", "<http://evil.example",
               "<!subteam^S1>")
 
@@ -119,6 +124,33 @@ def test_cluster_strings_are_rendered_inert() -> None:
         "triage of <!date^1796047500^{date_short_pretty} {time}|2026-11-30 14:05 UTC>"]
 
 
+def hostile_verdict() -> Verdict:
+    """Every string field of a Verdict carries a mention, a user, a link and an entity."""
+    data = json.loads((FIXTURES / "verdicts" / "hostile.json").read_text(encoding="utf-8"))
+    return Verdict.from_dict(data)
+
+
+def assert_inert(texts: list[str]) -> None:
+    """Nothing Slack would act on, except the date token gpuwhy writes itself."""
+    live = [token for text in texts for token in live_mrkdwn(text)]
+    assert [token for token in live if not OWN_DATE.match(token)] == []
+
+
+def test_hostile_strings_in_every_field_are_shown_literally() -> None:
+    verdict = hostile_verdict()
+    assert HOSTILE in json.dumps(verdict.to_dict(), ensure_ascii=False)
+    answer = list(all_texts(verdict_blocks(verdict)))
+    devices = list(all_texts(devices_blocks(verdict, TRIAGED_AT)))
+    fallbacks = [verdict_text(verdict), devices_text(verdict, TRIAGED_AT)]
+    assert_inert([*answer, *devices, *fallbacks])
+    # Shown once per field: cause, ref, kind, action, evidence ×3, pods ×2, node summary,
+    # scheduler message, error.
+    assert "\n".join(answer).count(HOSTILE_SHOWN) == 12
+    # cause, ref, node name, outcome, device type summary, detail, holders ×2, device code.
+    assert "\n".join(devices).count(HOSTILE_SHOWN) == 9
+    assert [text.count(HOSTILE_SHOWN) for text in fallbacks] == [4, 2]
+
+
 def test_scheduler_message_is_quoted_on_one_line() -> None:
     blocks = verdict_blocks(injection_verdict())
     scheduler = [b["text"]["text"] for b in blocks
@@ -133,15 +165,16 @@ def test_escape_never_cuts_an_entity_in_half() -> None:
     assert escape_mrkdwn("abcdef", 4) == "abc…"
 
 
-def huge_verdict() -> Verdict:
+def huge_verdict(ref: str = "research/huge", kind: str = "Deployment",
+                 holder: str = "ns/holder", code: str = "CardInsufficientMemory") -> Verdict:
     device = Device(uuid="GPU-" + "&" * 40, index=0, type="<" * 60, memory_used=1,
                     memory_total=2, cores_used=3, cores_total=4, numa=0,
-                    holders=[f"ns/holder-{i}" for i in range(50)], code="CardInsufficientMemory")
+                    holders=[f"{holder}-{i}" for i in range(50)], code=code)
     devices = [dataclasses.replace(device, index=i) for i in range(64)]
     nodes = [NodeReport(name=f"node-{i:04d}", outcome="exhausted", detail="&" * 4000,
                         devices=devices) for i in range(5000)]
     return Verdict(
-        ref="research/huge", cause="exhausted", action="<" * 5000, kind="Deployment",
+        ref=ref, cause="exhausted", action="<" * 5000, kind=kind,
         evidence=[Evidence(object="Node/" + "<" * 300, field=">" * 300, value="&" * 3000)
                   for _ in range(400)],
         nodes=nodes, node_summary="5000 nodes: " + "&" * 6000,
@@ -153,9 +186,7 @@ def huge_verdict() -> Verdict:
 def test_block_kit_limits_hold_for_a_huge_cluster() -> None:
     verdict = huge_verdict()
     for blocks in (verdict_blocks(verdict), devices_blocks(verdict, TRIAGED_AT)):
-        assert len(blocks) <= 50
-        for text in all_texts(blocks):
-            assert len(text) <= 3000
+        assert block_kit_problems(blocks) == []
     answer = "\n".join(all_texts(verdict_blocks(verdict)))
     assert "• +394 more" in answer
     assert "300 of 300 pods share this answer" in answer and " +295 more" in answer
@@ -165,6 +196,22 @@ def test_block_kit_limits_hold_for_a_huge_cluster() -> None:
     assert len(tables) == 10
     assert all("more devices```" in table for table in tables)
     assert "ns/holder-0, ns/holder-1 +48 more" in tables[0]
+
+
+def test_block_kit_limits_hold_for_absurdly_long_names() -> None:
+    verdict = huge_verdict(ref="research/" + "<" * 3000, kind="&" * 500,
+                           holder="ns/" + "<" * 500, code=">" * 3000)
+    answer = verdict_blocks(verdict)
+    devices = devices_blocks(verdict, TRIAGED_AT)
+    assert block_kit_problems(answer) == []
+    assert block_kit_problems(devices) == []
+    assert len(answer[-1]["elements"][0]["value"]) == MAX_BUTTON_VALUE
+    # Each table still lists devices: no cell is so long that no row fits.
+    tables = [t for t in all_texts(devices) if t.startswith("```")]
+    assert len(tables) == 10
+    assert all(table.count("\n#") >= 2 for table in tables)
+    for text in (verdict_text(verdict), devices_text(verdict, TRIAGED_AT)):
+        assert len(text) <= 4000  # Slack's advice for a notification's text
 
 
 def test_plain_node_without_device_data_says_so() -> None:

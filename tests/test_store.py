@@ -5,14 +5,20 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
+from pg import (
+    OwnServer,
+    database_url_fixture,  # noqa: F401  (the database_url fixture)
+    own_postgres_fixture,  # noqa: F401  (the own_postgres fixture)
+    without_server,
+)
 from sqlalchemy import func, inspect, select, text
+from sqlalchemy.engine import make_url
 
 from bot.models import Incident
 from bot.store import (
@@ -184,30 +190,80 @@ def set_table_name(store: Store, old: str, new: str) -> None:
         connection.execute(text(f"ALTER TABLE {old} RENAME TO {new}"))
 
 
-def test_recording_store_keeps_failed_writes_and_retries(
+def stored_in_id_order(store: Store) -> list[tuple[str, datetime]]:
+    query = select(Incident.namespace, Incident.name, Incident.created_at).order_by(Incident.id)
+    with store.engine.connect() as connection:
+        return [(f"{namespace}/{name}", at) for namespace, name, at in connection.execute(query)]
+
+
+def outage_then_recovery(recorder: RecordingStore, stop: Callable[[], None],
+                         start: Callable[[], None], caplog: pytest.LogCaptureFixture) -> None:
+    """One answer stored, three asked during the outage, one after: all five land, in order,
+    with the time each was asked; every failure is one log line."""
+    assert isinstance(recorder.record(verdict("ml/before"), cluster="prod", asked_by="U0",
+                                      source="slack", channel="C1", message_ts="1.0", at=T0),
+                      int)
+    stop()
+    with caplog.at_level(logging.WARNING, logger="bot.store"):
+        for number in (1, 2, 3):
+            assert recorder.record(verdict(f"ml/during-{number}"), cluster="prod",
+                                   asked_by="U1", source="slack", channel="C1",
+                                   message_ts=f"1.{number}",
+                                   at=T0 + timedelta(minutes=number)) is None
+            assert recorder.pending == number
+        assert recorder.flush() is False
+    assert recorder.pending == 3
+    warnings = [record.getMessage() for record in caplog.records]
+    assert len(warnings) == 4  # three writes and the failed flush
+    assert all("\n" not in message for message in warnings)
+    assert "ml/during-3 not stored yet (3 waiting)" in warnings[2]
+
+    start()
+    after = recorder.record(verdict("ml/after"), cluster="prod", asked_by="U2",
+                            source="slack", channel="C1", message_ts="1.4",
+                            at=T0 + timedelta(minutes=10))
+    assert isinstance(after, int)
+    assert recorder.pending == 0
+    assert stored_in_id_order(recorder.store) == [
+        ("ml/before", T0),
+        ("ml/during-1", T0 + timedelta(minutes=1)),
+        ("ml/during-2", T0 + timedelta(minutes=2)),
+        ("ml/during-3", T0 + timedelta(minutes=3)),
+        ("ml/after", T0 + timedelta(minutes=10)),
+    ]
+
+
+def test_recording_store_survives_a_missing_table(
     store: Store, caplog: pytest.LogCaptureFixture
 ) -> None:
-    recorder = RecordingStore(store)
-    set_table_name(store, "incidents", "incidents_away")  # every write now fails for real
-    with caplog.at_level(logging.WARNING, logger="bot.store"):
-        assert recorder.record(verdict("ml/first"), cluster="prod", asked_by="U1",
-                               source="slack", channel="C1", message_ts="1.1", at=T0) is None
-    assert recorder.pending == 1
-    assert len(caplog.records) == 1
-    assert "ml/first" in caplog.records[0].getMessage()
-    assert "\n" not in caplog.records[0].getMessage()
-    assert recorder.flush() is False
-    assert recorder.pending == 1
+    outage_then_recovery(RecordingStore(store),
+                         lambda: set_table_name(store, "incidents", "incidents_away"),
+                         lambda: set_table_name(store, "incidents_away", "incidents"), caplog)
 
-    set_table_name(store, "incidents_away", "incidents")
-    second = recorder.record(verdict("ml/second"), cluster="prod", asked_by="U2",
-                             source="slack", channel="C1", message_ts="1.2")
-    assert isinstance(second, int)
-    assert recorder.pending == 0
-    first = store.incident_for_thread("C1", "1.1")
-    assert first is not None
-    assert first.created_at == T0  # the time it was asked, not the time of the retry
-    assert count_rows(store) == 2
+
+def test_recording_store_survives_a_stopped_postgres(
+    own_postgres: OwnServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The server trusts every login: the password only has to stay out of every message.
+    url = make_url(own_postgres.url).set(password="s3cret-pw")
+    store = Store(url.render_as_string(hide_password=False))
+    store.upgrade()
+    outage_then_recovery(RecordingStore(store), own_postgres.stop, own_postgres.start, caplog)
+    assert "s3cret-pw" not in caplog.text
+    assert "Connection refused" in caplog.text
+    store.close()
+
+
+def test_store_answers_again_after_postgres_restarts(own_postgres: OwnServer) -> None:
+    store = Store(own_postgres.url)
+    store.upgrade()
+    own_postgres.stop()
+    with pytest.raises(StoreError, match="cannot record an incident"):
+        store.record(verdict(), cluster="c", asked_by="cli", source="cli", at=T0)
+    own_postgres.start()
+    store.record(verdict(), cluster="c", asked_by="cli", source="cli", at=T0)
+    assert count_rows(store) == 1
+    store.close()
 
 
 def test_recording_store_flush_drops_what_already_arrived(store: Store) -> None:
@@ -248,19 +304,49 @@ def test_sqlite_file_settings(tmp_path: Path) -> None:
     assert {"incidents", "digest_runs", "alembic_version"} <= tables
 
 
-def test_database_url_precedence() -> None:
-    env = {"GPUWHY_DATABASE_URL": "sqlite:////env.db"}
+def test_database_url_precedence(tmp_path: Path) -> None:
+    """--db, then GPUWHY_DATABASE_URL, then the config file, then the user data directory."""
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("database_url: sqlite:////config.db\n")
+    env = {"GPUWHY_DATABASE_URL": "sqlite:////env.db", "GPUWHY_CONFIG": str(config),
+           "XDG_DATA_HOME": str(tmp_path / "data")}
     assert resolve_database_url("sqlite:////flag.db", env) == "sqlite:////flag.db"
     assert resolve_database_url(None, env) == "sqlite:////env.db"
-    default = resolve_database_url(None, {})
-    assert default.startswith("sqlite:///") and default.endswith("gpuwhy.db")
+    del env["GPUWHY_DATABASE_URL"]
+    assert resolve_database_url(None, env) == "sqlite:////config.db"
+    del env["GPUWHY_CONFIG"]
+    with pytest.MonkeyPatch.context() as patch:  # platformdirs reads the process environment
+        patch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+        assert resolve_database_url(None, env) == \
+            f"sqlite:///{tmp_path / 'data' / 'gpuwhy' / 'gpuwhy.db'}"
 
 
-@pytest.mark.parametrize("url", ["not a url", "nosuchdb://host/x", "postgresql+nodriver://h/x"])
+def test_unreadable_config_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreURLError, match="cannot read"):
+        resolve_database_url(None, {"GPUWHY_CONFIG": str(tmp_path / "missing.yaml")})
+
+
+@pytest.mark.parametrize("url", [
+    "not a url", "nosuchdb://host/x", "postgresql+nodriver://h/x",
+    "postgresql://gpuwhy:s3cret-pw@db:port/gpuwhy", "gpuwhy:s3cret-pw@db/gpuwhy",
+    "postgresql://gpuwhy:s3cret/pw@db:x/gpuwhy", "mysql://gpuwhy:s3cret-pw@db/gpuwhy",
+])
 def test_bad_urls_are_usage_errors(url: str) -> None:
     with pytest.raises(StoreURLError) as caught:
         Store(url)
-    assert "\n" not in str(caught.value)
+    message = str(caught.value)
+    assert "\n" not in message and "s3cret" not in message
+    assert "is not a database URL" in message or "unsupported driver" in message
+
+
+@pytest.mark.parametrize("ci", ["true", ""])
+def test_postgres_cases_fail_under_ci_when_the_server_is_missing(
+    ci: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", ci)
+    outcome = pytest.fail.Exception if ci else pytest.skip.Exception
+    with pytest.raises(outcome, match="initdb not found"):
+        without_server("no PostgreSQL server: .ci/pg-start: initdb not found")
 
 
 def test_unreachable_postgres_is_one_line() -> None:

@@ -14,21 +14,32 @@ What one triage reads (``read_snapshot``):
 - nodes and the non-terminated pods of every namespace (paged with limit/continue);
 - the namespace's ResourceQuotas and the cluster's RuntimeClasses.
 
+Finished (Succeeded / Failed) pods are left out of the lists on purpose: they hold nothing,
+and on a large cluster finished Job pods can outnumber the running ones. So a live answer
+never says which finished pods on a full node "hold nothing" (a dump that has them does);
+which nodes matter is only known once classify has run, and classify must get its Snapshot
+whole, up front. Lists come back in the API server's order (namespace, name), as in a dump
+``kubectl get -o json`` wrote.
+
 ``WatchCache`` keeps nodes and non-terminated pods in memory (list + watch), so a triage
 from it costs only the per-ref reads above, whatever the cluster size.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import os
 import re
+import ssl
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -37,11 +48,8 @@ import urllib3
 import yaml
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.client.exceptions import ApiException
-from kubernetes.config import (
-    ConfigException,
-    load_incluster_config,
-    load_kube_config,
-)
+from kubernetes.config import ConfigException, load_kube_config
+from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from triage.errors import ClusterError
 from triage.refs import PodRef
@@ -63,7 +71,7 @@ NON_TERMINATED = "status.phase!=Succeeded,status.phase!=Failed"
 # More names than this: one list of the namespace's events instead of one request per name.
 MAX_EVENT_QUERIES = 8
 MAX_LIST_RESTARTS = 3
-SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 @dataclass(frozen=True)
@@ -117,60 +125,140 @@ class _Expired(Exception):
 
 # -- configuration -----------------------------------------------------------------------
 
-def load_api_client(kubeconfig: str | None = None, context: str | None = None) -> ApiClient:
+@dataclass(frozen=True)
+class Kubeconfig:
+    """The kubeconfig files in use, merged the way kubectl merges them.
+
+    A name (context, cluster, user) is taken from the first file that defines it, and so is
+    ``current-context``; missing and empty files are skipped.
+    """
+
+    source: str  # as the user named it: the --kubeconfig path or the KUBECONFIG list
+    files: tuple[Path, ...]
+    contexts: Mapping[str, Mapping[str, Any]]
+    clusters: frozenset[str]
+    current_context: str
+
+    def context_named(self, context: str | None) -> tuple[str, Mapping[str, Any]]:
+        """The context to use (``--context`` or the current one); ClusterError if unusable."""
+        name = context or self.current_context
+        names = ", ".join(self.contexts) or "none"
+        if not name:
+            raise ClusterError(f"The kubeconfig {self.source} sets no current-context; pass "
+                               f"--context (it has: {names}).")
+        if name not in self.contexts:
+            raise ClusterError(f'The kubeconfig {self.source} has no context "{name}" '
+                               f"(it has: {names}).")
+        cluster = str(self.contexts[name].get("cluster") or "")
+        if cluster not in self.clusters:
+            raise ClusterError(f'The kubeconfig {self.source}: context "{name}" names cluster '
+                               f'"{cluster}", which it does not define.')
+        return name, self.contexts[name]
+
+
+def find_kubeconfig(kubeconfig: str | None = None) -> Kubeconfig | None:
+    """``--kubeconfig``, else the files ``KUBECONFIG`` lists, else ``~/.kube/config``; None when
+    there is none (a pod then uses its service account). ClusterError for a file gpuwhy
+    cannot use."""
+    if kubeconfig:
+        if not Path(kubeconfig).expanduser().is_file():
+            raise ClusterError(f"The kubeconfig file {kubeconfig} does not exist.")
+        source = kubeconfig
+    else:
+        source = os.environ.get("KUBECONFIG") or "~/.kube/config"
+    files = [Path(p).expanduser() for p in source.split(os.pathsep) if p]
+    documents = [(file, _read_kubeconfig(file)) for file in files if file.is_file()]
+    documents = [(file, document) for file, document in documents if document]
+    if not documents:
+        if kubeconfig or any(file.is_file() for file in files):
+            raise ClusterError(f"The kubeconfig {source} is empty.")
+        return None
+    contexts: dict[str, Mapping[str, Any]] = {}
+    clusters: set[str] = set()
+    current = ""
+    for _, document in documents:
+        for entry in document.get("contexts") or []:
+            contexts.setdefault(str(entry["name"]), entry.get("context") or {})
+        clusters.update(str(entry["name"]) for entry in document.get("clusters") or [])
+        current = current or str(document.get("current-context") or "")
+    return Kubeconfig(source, tuple(file for file, _ in documents), contexts,
+                      frozenset(clusters), current)
+
+
+def _read_kubeconfig(file: Path) -> dict[str, Any]:
+    """One kubeconfig file as a mapping ({} when empty); ClusterError when it is not one."""
+    try:
+        document = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ClusterError(f"Cannot use {file}: it is not valid YAML.") from exc
+    except UnicodeDecodeError as exc:
+        raise ClusterError(f"Cannot use {file}: it is not UTF-8 text.") from exc
+    except OSError as exc:
+        raise ClusterError(f"Cannot read the kubeconfig {file}: "
+                           f"{_one_line(exc.strerror or str(exc))}.") from exc
+    if document is None:
+        return {}
+    named_lists_ok = isinstance(document, dict) and all(
+        isinstance(document.get(key) or [], list)
+        and all(isinstance(entry, dict) and entry.get("name")
+                for entry in document.get(key) or [])
+        for key in ("clusters", "contexts", "users"))
+    if not named_lists_ok:
+        raise ClusterError(f"Cannot use {file}: it is not a kubeconfig (a YAML mapping with "
+                           "lists of named clusters, contexts and users).")
+    result: dict[str, Any] = document
+    return result
+
+
+def load_api_client(kubeconfig: str | None = None, context: str | None = None, *,
+                    service_account: Path = SERVICE_ACCOUNT_DIR) -> ApiClient:
     """An ApiClient configured the way kubectl resolves it, on a fresh Configuration.
 
-    ``--kubeconfig``, else ``KUBECONFIG``, else ``~/.kube/config``, else the pod's service
-    account. Reads are not retried (a timeout is reported after one wait, not four);
-    connection attempts are.
+    ``--kubeconfig``, else ``KUBECONFIG`` (several files, merged), else ``~/.kube/config``,
+    else the pod's service account (``KUBERNETES_SERVICE_HOST`` / ``_PORT`` and the token and
+    CA files in ``service_account``). Reads are not retried (a timeout is reported after one
+    wait, not four); connection attempts are.
     """
     configuration = Configuration()
-    source = kubeconfig or os.environ.get("KUBECONFIG") or ""
-    if not source and Path("~/.kube/config").expanduser().exists():
-        source = "~/.kube/config"
+    found = find_kubeconfig(kubeconfig)
+    if found is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        listed = os.environ.get("KUBECONFIG")
+        raise ClusterError(
+            f"No kubeconfig found (none of the files KUBECONFIG lists exists: {listed}) and "
+            "gpuwhy is not running inside a cluster." if listed else
+            "No kubeconfig found (--kubeconfig, KUBECONFIG, ~/.kube/config) and gpuwhy is not "
+            "running inside a cluster.")
+    where = found.source if found else f"the in-cluster service account ({service_account})"
     try:
-        if kubeconfig and not Path(kubeconfig).expanduser().is_file():
-            raise ClusterError(f"The kubeconfig file {kubeconfig} does not exist.")
-        if source and context and context not in (names := _kubeconfig_contexts(source)[0]):
-            raise ClusterError(f'The kubeconfig {source} has no context "{context}" '
-                               f"(it has: {', '.join(names) or 'none'}).")
-        if source:
+        if found is not None:
             load_kube_config(  # type: ignore[no-untyped-call]
-                config_file=source, context=context, client_configuration=configuration,
+                config_file=os.pathsep.join(str(file) for file in found.files),
+                context=found.context_named(context)[0], client_configuration=configuration,
                 persist_config=False)
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-            load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration)
         else:
-            raise ClusterError("No kubeconfig found (--kubeconfig, KUBECONFIG, ~/.kube/config) "
-                               "and gpuwhy is not running inside a cluster.")
-    except yaml.YAMLError as exc:
-        raise ClusterError(f"Cannot use {source}: it is not valid YAML.") from exc
-    except (ConfigException, OSError, ValueError, KeyError) as exc:
-        where = source or "the in-cluster service account"
-        raise ClusterError(f"Cannot use {where}: {_one_line(str(exc)) or type(exc).__name__}."
-                           ) from exc
+            InClusterConfigLoader(  # type: ignore[no-untyped-call]
+                token_filename=str(service_account / "token"),
+                cert_filename=str(service_account / "ca.crt"),
+            ).load_and_set(configuration)
+    except (ConfigException, OSError, ValueError, LookupError, TypeError, AttributeError) as exc:
+        detail = _one_line(str(exc).replace("Invalid kube-config file. ", "")).replace(". ", "; ")
+        raise ClusterError(f"Cannot use {where}: {detail or type(exc).__name__}.") from exc
     configuration.retries = urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0,
                                           other=0)
     return ApiClient(configuration)
 
 
-def _kubeconfig_contexts(source: str) -> tuple[dict[str, dict[str, Any]], str]:
-    """Contexts by name and the current context of a KUBECONFIG-style path list (first wins)."""
-    contexts: dict[str, dict[str, Any]] = {}
-    current = ""
-    for path in source.split(os.pathsep):
-        file = Path(path).expanduser()
-        if not path or not file.is_file():
-            continue
-        document = yaml.safe_load(file.read_text(encoding="utf-8"))
-        if not isinstance(document, dict):
-            continue
-        for entry in document.get("contexts") or []:
-            if isinstance(entry, dict) and entry.get("name"):
-                contexts.setdefault(str(entry["name"]), dict(entry.get("context") or {}))
-        current = current or str(document.get("current-context") or "")
-    return contexts, current
+def kubeconfig_namespace(kubeconfig: str | None = None, context: str | None = None, *,
+                         service_account: Path = SERVICE_ACCOUNT_DIR) -> str:
+    """The namespace of the kubeconfig context in use, else the service account's, else
+    "default" (kubectl's rule for a manifest that names none)."""
+    found = find_kubeconfig(kubeconfig)
+    if found is not None:
+        return str(found.context_named(context)[1].get("namespace") or "default")
+    namespace_file = service_account / "namespace"
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and namespace_file.is_file():
+        return namespace_file.read_text(encoding="utf-8").strip() or "default"
+    return "default"
 
 
 def server_url(api_client: ApiClient) -> str:
@@ -254,7 +342,7 @@ class ClusterReader:
 
     def watch(self, resource: Resource, resource_version: str, *, field_selector: str = "",
               timeout_seconds: int = 300, on_open: Callable[[Any], None] | None = None,
-              ) -> Iterator[K8sObject]:
+              ) -> Generator[K8sObject, None, None]:
         """Watch events (dicts with type and object) from a resourceVersion.
 
         Raises _Expired when the server answers 410 at once; a 410 inside the stream arrives
@@ -358,6 +446,13 @@ class ClusterReader:
             detail = getattr(cause, "strerror", None) or "connection failed"
             return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: "
                                 f"{str(detail).lower()}.")
+        if isinstance(reason, urllib3.exceptions.SSLError | ssl.SSLError):
+            inner = next((a for a in reason.args if isinstance(a, ssl.SSLError)), reason)
+            detail = _one_line(str(getattr(inner, "verify_message", None)
+                                   or getattr(inner, "reason", None) or inner))
+            return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: the "
+                                f"TLS handshake failed ({detail}); check the cluster's "
+                                "certificate-authority in the kubeconfig.")
         if isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
             return ClusterError(f"The Kubernetes API server at {self.server} did not answer "
                                 f"within {self.timeout:g} s ({call.describe()}).")
@@ -370,7 +465,7 @@ class ClusterReader:
     def _status_error(self, call: _Call, code: int, reason: str, data: bytes) -> Exception:
         status = _status(data)
         message = _one_line(str(status.get("message") or data[:300].decode("utf-8", "replace")))
-        if code == 410:
+        if code == 410 and call.verb in ("list", "watch"):
             return _Expired(message)
         if code == 401:
             return ClusterError(f"The Kubernetes API server at {self.server} did not accept "
@@ -651,19 +746,25 @@ def slim_node(node: K8sObject) -> K8sObject:
 
 
 class _NodeStore:
+    """Nodes by name, viewed in the API server's list order (by name) like a cold list."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._nodes: dict[str, K8sObject] = {}
+        self._in_order = True
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         fresh = {node["metadata"]["name"]: slim_node(node) for node in items}
         with self._lock:
-            self._nodes = fresh
+            self._nodes, self._in_order = fresh, False
 
     def upsert(self, node: K8sObject) -> None:
         small = slim_node(node)
+        name = small["metadata"]["name"]
         with self._lock:
-            self._nodes[small["metadata"]["name"]] = small
+            # replacing a known node keeps its place; only a new one spoils the order
+            self._in_order = self._in_order and name in self._nodes
+            self._nodes[name] = small
 
     def remove(self, node: K8sObject) -> None:
         with self._lock:
@@ -671,6 +772,8 @@ class _NodeStore:
 
     def view(self) -> list[K8sObject]:
         with self._lock:
+            if not self._in_order:
+                self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
             return list(self._nodes.values())
 
     def __len__(self) -> int:
@@ -683,17 +786,19 @@ Amounts = dict[str, Decimal]  # resource -> summed effective request
 class _PodStore:
     """Non-terminated pods, indexed the way a triage asks for them, kept up to date per event.
 
-    By node: immutable tuples, plus each node's summed requests (a pod's share is added on
-    ADDED and taken away on DELETED), so a triage takes a shallow copy of two node-keyed maps
-    (O(nodes)) and never walks or copies the pods. By namespace: for the quota's holders.
+    By node: immutable tuples in the API server's list order (namespace, name), plus each
+    node's summed requests (a pod's share is added on ADDED and taken away on DELETED), so a
+    triage takes a shallow copy of two node-keyed maps (O(nodes)) and never walks or copies
+    the pods. By namespace: for the quota's holders, also in list order.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pods: dict[tuple[str, str], tuple[K8sObject, dict[str, Decimal]]] = {}
+        self._pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
         self._by_node: dict[str, tuple[K8sObject, ...]] = {}
-        self._requested: dict[str, dict[str, Decimal]] = {}
+        self._requested: dict[str, Amounts] = {}
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
+        self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         fresh = _PodStore()
@@ -702,6 +807,7 @@ class _PodStore:
         with self._lock:
             self._pods, self._by_node = fresh._pods, fresh._by_node
             self._requested, self._by_namespace = fresh._requested, fresh._by_namespace
+            self._unordered = fresh._unordered
 
     def upsert(self, pod: K8sObject) -> None:
         with self._lock:
@@ -709,27 +815,35 @@ class _PodStore:
             self._add(pod)
 
     def remove(self, pod: K8sObject) -> None:
+        namespace, name = key = object_key(pod)
         with self._lock:
-            self._discard(object_key(pod))
+            self._discard(key)
+            self._by_namespace.get(namespace, {}).pop(name, None)
 
     def _add(self, pod: K8sObject) -> None:
-        if is_terminated(pod):
+        namespace, name = key = object_key(pod)
+        names = self._by_namespace.setdefault(namespace, {})
+        if is_terminated(pod):  # it left the field selector: the server sends it as DELETED
+            names.pop(name, None)
             return
         small = slim_pod(pod)
-        namespace, name = key = object_key(small)
         share = sum_requests([small])
         self._pods[key] = (small, share)
-        self._by_namespace.setdefault(namespace, {})[name] = small
+        if name not in names:
+            self._unordered.add(namespace)
+        names[name] = small  # a known name keeps its place
         if node_name := small.get("spec", {}).get("nodeName"):
-            self._by_node[node_name] = (*self._by_node.get(node_name, ()), small)
+            on_node = self._by_node.get(node_name, ())
+            at = bisect.bisect_left([object_key(p) for p in on_node], key)
+            self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
             self._requested[node_name] = _add_amounts(self._requested.get(node_name, {}), share, 1)
 
     def _discard(self, key: tuple[str, str]) -> None:
+        """Take the pod out of the node index and sums (the namespace index keeps its slot)."""
         entry = self._pods.pop(key, None)
         if entry is None:
             return
         old, share = entry
-        self._by_namespace.get(key[0], {}).pop(key[1], None)
         node_name = old.get("spec", {}).get("nodeName")
         if not node_name:
             return
@@ -745,16 +859,27 @@ class _PodStore:
         with self._lock:
             return dict(self._by_node), dict(self._requested)
 
+    def nodes_of(self, keys: Iterable[tuple[str, str]]) -> frozenset[str]:
+        """The nodes the cached copies of these pods are bound to."""
+        with self._lock:
+            entries = [self._pods.get(key) for key in keys]
+        return frozenset(node for entry in entries if entry is not None
+                         if (node := entry[0].get("spec", {}).get("nodeName")))
+
     def in_namespace(self, namespace: str) -> list[K8sObject]:
         with self._lock:
-            return list(self._by_namespace.get(namespace, {}).values())
+            names = self._by_namespace.get(namespace, {})
+            if namespace in self._unordered:
+                names = self._by_namespace[namespace] = dict(sorted(names.items()))
+                self._unordered.discard(namespace)
+            return list(names.values())
 
     def __len__(self) -> int:
         return len(self._pods)
 
 
 def _add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],
-                 sign: int) -> dict[str, Decimal]:
+                 sign: int) -> Amounts:
     """A new per-node total (the old one may be in a triage's view: never mutate it)."""
     result = dict(total)
     for resource, amount in share.items():
@@ -768,21 +893,42 @@ def _add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],
 class IndexedSnapshot(Snapshot):
     """A Snapshot whose pod indexes come prebuilt from the watch cache.
 
-    ``pods`` holds only what the ref resolved to (fetched fresh); ``pods_on`` and
-    ``requested_on`` answer from the cache's per-node index and sums, ``pods_in`` from the
-    ref namespace's pods; fresh copies win over cached ones.
+    ``pods`` holds only what the ref resolved to, fetched fresh; ``pods_on``, ``requested_on``
+    and ``pods_in`` answer from the cache's per-node lists and sums and the ref namespace's
+    pods, with the base class's meaning and a cold read's order: ``pods_on`` is every pod
+    bound to the node (a fresh copy replaces the cached one, wherever that was; a fetched pod
+    the cache lacks joins, finished or not), ``requested_on`` sums its non-terminated pods.
+    On the few nodes a fetched pod touches (``fetched_nodes``: where it is bound, where the
+    cache still has it) both are worked out from the merged list; everywhere else the cache's
+    own sums are the answer.
     """
 
     pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
-    requested_by_node: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
     namespace_pods: tuple[K8sObject, ...] = ()
+    cached_nodes_of_fetched: frozenset[str] = frozenset()
+
+    @cached_property
+    def fetched_nodes(self) -> frozenset[str]:
+        bound = {name for pod in self.pods if (name := pod.get("spec", {}).get("nodeName"))}
+        return self.cached_nodes_of_fetched | bound
 
     def pods_on(self, node_name: str) -> list[K8sObject]:
+        cached = self.pods_by_node.get(node_name, ())
+        if node_name not in self.fetched_nodes:
+            return list(cached)
+        # as a cold read orders them: the listed (non-terminated) pods by namespace and name,
+        # then the fetched ones the list leaves out
         fresh = self._pods_by_key
-        return [fresh.get(object_key(p), p) for p in self.pods_by_node.get(node_name, ())]
+        fetched_here = super().pods_on(node_name)
+        running = sorted([*(p for p in cached if object_key(p) not in fresh),
+                          *(p for p in fetched_here if not is_terminated(p))], key=object_key)
+        return running + [p for p in fetched_here if is_terminated(p)]
 
     def requested_on(self, node_name: str) -> dict[str, Decimal]:
-        return dict(self.requested_by_node.get(node_name) or {"pods": Decimal(0)})
+        if node_name in self.fetched_nodes:
+            return super().requested_on(node_name)
+        return self.requested_by_node.get(node_name) or {"pods": Decimal(0)}
 
     def pods_in(self, namespace: str) -> list[K8sObject]:
         cached = [p for p in self.namespace_pods if object_key(p)[0] == namespace]
@@ -805,6 +951,7 @@ class _Reflector:
         self.listed = threading.Event()
         self.resource_version = ""
         self.lists = 0
+        self.list_error: str | None = None  # why the list that is due keeps failing
         self._response: Any = None
         self.thread = threading.Thread(target=self.run, name=f"watch-{resource.plural}",
                                        daemon=True)
@@ -819,6 +966,7 @@ class _Reflector:
                         page_size=self.cache.page_size)
                     self.store.replace(items)
                     self.lists += 1
+                    self.list_error = None
                     self.listed.set()
                 self._watch()
             except _Expired:
@@ -827,27 +975,43 @@ class _Reflector:
                 if stop.is_set():
                     return
                 self.cache.last_error = str(exc)
+                if not self.resource_version:
+                    self.list_error = str(exc)
                 log.warning("watch cache: %s", exc)
+                stop.wait(self.cache.retry_delay)
+            except Exception:  # a dead thread would freeze the cache for good
+                if stop.is_set():
+                    return
+                log.exception("watch cache: watching %s failed; listing again",
+                              self.resource.plural)
+                self.resource_version = ""
                 stop.wait(self.cache.retry_delay)
 
     def _watch(self) -> None:
         events = self.cache.reader.watch(
             self.resource, self.resource_version, field_selector=self.field_selector,
             timeout_seconds=self.cache.watch_seconds, on_open=self._opened)
-        for event in events:
-            kind, obj = event.get("type"), event.get("object") or {}
-            if kind == "ERROR":
-                if obj.get("code") == 410:
-                    raise _Expired(obj.get("message", ""))
-                raise ClusterError(f"The Kubernetes API server at {self.cache.reader.server} "
-                                   f"ended the watch of {self.resource.plural}: "
-                                   f"{_one_line(str(obj.get('message', '')))}.")
-            if kind == "ADDED" or kind == "MODIFIED":
-                self.store.upsert(obj)
-            elif kind == "DELETED":
-                self.store.remove(obj)
-            self.resource_version = obj.get("metadata", {}).get("resourceVersion") or \
-                self.resource_version
+        try:
+            with closing(events):  # an ERROR event ends the stream here: free its connection
+                for event in events:
+                    self._apply(event)
+        finally:
+            self._response = None
+
+    def _apply(self, event: K8sObject) -> None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise _Expired(obj.get("message", ""))
+            raise ClusterError(f"The Kubernetes API server at {self.cache.reader.server} "
+                               f"ended the watch of {self.resource.plural}: "
+                               f"{_one_line(str(obj.get('message', '')))}.")
+        if kind == "ADDED" or kind == "MODIFIED":
+            self.store.upsert(obj)
+        elif kind == "DELETED":
+            self.store.remove(obj)
+        self.resource_version = obj.get("metadata", {}).get("resourceVersion") or \
+            self.resource_version
 
     def _opened(self, response: Any) -> None:
         self._response = response
@@ -855,8 +1019,11 @@ class _Reflector:
             self.close()
 
     def close(self) -> None:
+        """Unblock a stream that is waiting for the server (``stop()``)."""
         response = self._response
-        if response is not None:
+        if response is None:
+            return
+        with suppress(ValueError, RuntimeError, OSError):  # the stream ended on its own
             response.shutdown()
 
 
@@ -908,8 +1075,11 @@ class WatchCache:
     def snapshot_for(self, ref: PodRef, cluster: str = "") -> IndexedSnapshot:
         """The Snapshot for one triage: per-ref reads from the API, nodes and pods from memory."""
         if not self.ready:
-            raise ClusterError("gpuwhy is still loading the cluster's nodes and pods; "
-                               "try again in a minute.")
+            # a first list that keeps failing (forbidden, unreachable) is the answer, not "wait"
+            failing = next((r.list_error for r in self._reflectors
+                            if r.list_error and not r.listed.is_set()), None)
+            raise ClusterError(failing or "gpuwhy is still loading the cluster's nodes and "
+                               "pods; try again in a minute.")
         found = read_ref_objects(self.reader, ref, self.page_size)
         quotas, runtime_classes = _namespace_policy(self.reader, ref.namespace, self.page_size)
         by_node, requested = self.pods.by_node_view()
@@ -918,7 +1088,8 @@ class WatchCache:
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
             cluster=cluster or self.reader.server, pods_by_node=by_node,
             requested_by_node=requested,
-            namespace_pods=tuple(self.pods.in_namespace(ref.namespace)))
+            namespace_pods=tuple(self.pods.in_namespace(ref.namespace)),
+            cached_nodes_of_fetched=self.pods.nodes_of(object_key(p) for p in found.pods))
 
 
 # -- pre-flight (gpuwhy check) -----------------------------------------------------------------
@@ -952,8 +1123,10 @@ def read_manifest(path: str | Path) -> list[ManifestPod]:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ManifestError(f"{file}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ManifestError(f"{file}: cannot read: {exc}") from exc
+    except UnicodeDecodeError:
+        raise ManifestError(f"{file}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ManifestError(f"{file}: cannot read: {exc.strerror or exc}") from exc
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
@@ -1029,21 +1202,3 @@ def preflight_snapshot(api_client: ApiClient, pod: K8sObject,
     quotas, runtime_classes = _namespace_policy(reader, namespace, page_size)
     return Snapshot(nodes=nodes, pods=_merge_pods(pods, [pod]), resourcequotas=quotas,
                     runtimeclasses=runtime_classes, cluster=reader.server)
-
-
-def kubeconfig_namespace(kubeconfig: str | None = None, context: str | None = None) -> str:
-    """The namespace of the kubeconfig context in use, else the service account's, else
-    "default" (kubectl's rule for a manifest that names none)."""
-    source = kubeconfig or os.environ.get("KUBECONFIG") or ""
-    if not source and Path("~/.kube/config").expanduser().exists():
-        source = "~/.kube/config"
-    if source:
-        try:
-            contexts, current = _kubeconfig_contexts(source)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            return "default"
-        return str(contexts.get(context or current, {}).get("namespace") or "default")
-    service_account = Path(SERVICE_ACCOUNT_NAMESPACE)
-    if os.environ.get("KUBERNETES_SERVICE_HOST") and service_account.is_file():
-        return service_account.read_text().strip() or "default"
-    return "default"

@@ -25,6 +25,11 @@ def register(app: App, state: BotState) -> None:
         channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id", ""))
         message_ts = str(container.get("message_ts") or (body.get("message") or {}).get("ts", ""))
         user = str((body.get("user") or {}).get("id", ""))
-        if not reply_with_devices(state, client, channel=channel, thread_ts=message_ts, user=user):
-            ref = escape_mrkdwn(action.get("value", "NAMESPACE/POD"), 320)
-            respond(text=FORGOTTEN.format(ref=ref), replace_original=False)
+        ref = escape_mrkdwn(action.get("value") or "NAMESPACE/POD", 320)
+
+        def reply() -> None:
+            if not reply_with_devices(state, client, channel=channel, thread_ts=message_ts,
+                                      user=user):
+                respond(text=FORGOTTEN.format(ref=ref), replace_original=False)
+
+        state.later(f"showing devices of {channel}/{message_ts} for {user}", reply, respond)

@@ -9,7 +9,7 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bot.blocks import escape_mrkdwn, verdict_blocks, verdict_text
+from bot.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_text
 from bot.digest import (
     DEFAULT_STATS_WEEKS,
     MAX_WEEKS,
@@ -18,8 +18,10 @@ from bot.digest import (
     stats_blocks,
     stats_text,
 )
+from bot.listeners.devices import SHOW_DEVICES
+from bot.listeners.replies import CHANNEL_REFUSAL, cluster_failure, namespace_refusal
 from bot.listeners.state import BotState
-from bot.store import StoreError
+from bot.store import Store, StoreError
 from triage.errors import ClusterError
 from triage.refs import USAGE, PodRef, RefError, parse_ref
 from triage.vocabulary import CAUSES
@@ -30,8 +32,8 @@ COMMAND = "/gpuwhy"
 HELP_WORDS = ("help", "-h", "--help")
 STATS_WORD = "stats"
 STATS_USAGE = f"usage: {COMMAND} stats [WEEKS]  (WEEKS: 1 to {MAX_WEEKS})"
-APOLOGY = "Sorry, something went wrong while answering that. It has been logged; please try again."
-CHANNEL_REFUSAL = "Sorry, I don't answer in this channel. Please ask in your support channel."
+SHOW_DEVICES_HINT = ("Reply `show devices` in the thread of a gpuwhy answer, or press its "
+                     f"Show devices button. {USAGE}")
 NO_STORE = "Stats need the incident store, and this gpuwhy runs without one."
 
 
@@ -39,11 +41,6 @@ def help_text() -> str:
     causes = "\n".join(f"{info.emoji} `{info.cause}` — {info.summary}" for info in CAUSES)
     return (f"{USAGE}\n{STATS_USAGE}\n"
             f"I answer with one cause word; they are checked in this order:\n{causes}")
-
-
-def namespace_refusal(namespace: str) -> str:
-    return (f"Sorry, namespace `{escape_mrkdwn(namespace, 63)}` can't be described in this "
-            "channel. Please ask in the channel for that team.")
 
 
 def register(app: App, state: BotState) -> None:
@@ -55,8 +52,10 @@ def register(app: App, state: BotState) -> None:
         words = text.split()
         if not words:
             ack(text=USAGE)
-        elif words[0].lower() in HELP_WORDS and len(words) == 1:
-            ack(text=help_text())
+        elif words[0].lower() in HELP_WORDS:
+            ack(text=help_text() if len(words) == 1 else USAGE)
+        elif SHOW_DEVICES.match(text):
+            ack(text=SHOW_DEVICES_HINT)
         elif words[0].lower() == STATS_WORD:
             answer_stats(state, ack, respond, channel, user, words[1:])
         else:
@@ -79,18 +78,19 @@ def answer_ref(state: BotState, ack: Ack, respond: Respond, client: WebClient,
         ack(text=namespace_refusal(ref.namespace))
         return
     ack()
-    try:
-        post_answer(state, respond, client, channel, user, ref)
-    except ClusterError as exc:
-        respond(text=escape_mrkdwn(exc, 2000))
-    except Exception:
-        log.exception("answering %s for %s in %s failed", ref, user, channel)
-        respond(text=APOLOGY)
+    state.later(f"answering {ref} for {user} in {channel}",
+                lambda: post_answer(state, respond, client, channel, user, ref),
+                respond)
 
 
 def post_answer(state: BotState, respond: Respond, client: WebClient,
                 channel: str, user: str, ref: PodRef) -> None:
-    verdict = state.source.triage(ref)
+    try:
+        verdict = state.source.triage(ref)
+    except ClusterError as exc:
+        log.warning("cannot answer %s for %s: %s", ref, user, one_line(exc))
+        respond(text=cluster_failure(exc))
+        return
     blocks = verdict_blocks(verdict)
     text = verdict_text(verdict)
     try:
@@ -120,19 +120,22 @@ def answer_stats(state: BotState, ack: Ack, respond: Respond, channel: str, user
         log.info("refused stats for %s: channel %s is not configured", user, channel)
         ack(text=CHANNEL_REFUSAL)
         return
-    if state.store is None:
+    store = state.store
+    if store is None:
         ack(text=NO_STORE)
         return
     ack()
+    state.later(f"stats for {user} in {channel}",
+                lambda: post_stats(state, store, respond, weeks),
+                respond)
+
+
+def post_stats(state: BotState, store: Store, respond: Respond, weeks: int) -> None:
     now, timezone = state.clock(), state.config.digest.timezone
     try:
-        text = stats_text(state.store, weeks, now, timezone)
-        blocks = stats_blocks(state.store, weeks, now, timezone)
+        text = stats_text(store, weeks, now, timezone)
+        blocks = stats_blocks(store, weeks, now, timezone)
     except (StoreError, DigestError) as exc:
-        respond(text=escape_mrkdwn(exc, 2000))
-        return
-    except Exception:
-        log.exception("stats for %s in %s failed", user, channel)
-        respond(text=APOLOGY)
+        respond(text=escape_mrkdwn(one_line(exc), 2000))
         return
     respond(text=text, blocks=blocks)

@@ -3,28 +3,34 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from slack_sdk import WebClient
 
 from bot.blocks import devices_blocks, devices_text
+from bot.listeners.replies import CHANNEL_REFUSAL, namespace_refusal
 from bot.listeners.state import BotState
 
 log = logging.getLogger(__name__)
 
-NAMESPACE_REFUSAL = "Sorry, that namespace can't be described in this channel."
+SHOW_DEVICES = re.compile(r"^\s*show devices\s*$", re.IGNORECASE)
 
 
 def reply_with_devices(state: BotState, client: WebClient, *, channel: str, thread_ts: str,
                        user: str) -> bool:
-    """Post the device tables in the answer's thread; False when the thread is not an answer."""
+    """Post the device tables in the answer's thread; False when the thread is not an answer.
+
+    Access is checked again: the configuration may have changed since the answer was posted.
+    """
     posted = state.answer_for_thread(channel, thread_ts)
     if posted is None:
         return False
     namespace = posted.verdict.ref.partition("/")[0]
     if not state.may_describe(channel, namespace):
         log.info("refused devices of %s for %s in %s", posted.verdict.ref, user, channel)
-        client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts,
-                                  text=NAMESPACE_REFUSAL)
+        refusal = (namespace_refusal(namespace) if state.config.channel_allowed(channel)
+                   else CHANNEL_REFUSAL)
+        client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, text=refusal)
         return True
     client.chat_postMessage(
         channel=channel, thread_ts=thread_ts,

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import logging
-import re
 from typing import Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from bot.listeners.devices import reply_with_devices
+from bot.listeners.devices import SHOW_DEVICES, reply_with_devices
 from bot.listeners.state import BotState
 
 log = logging.getLogger(__name__)
-
-SHOW_DEVICES = re.compile(r"^\s*show devices\s*$", re.IGNORECASE)
 
 
 def register(app: App, state: BotState) -> None:
@@ -27,8 +24,11 @@ def register(app: App, state: BotState) -> None:
         if event_id and not state.seen.first_time(event_id):
             log.info("event %s already handled (Slack retry)", event_id)
             return
-        reply_with_devices(state, client, channel=str(message["channel"]),
-                           thread_ts=str(thread_ts), user=str(message.get("user", "")))
+        channel, user = str(message["channel"]), str(message.get("user", ""))
+        # Nobody to apologize to: a message event has no response_url; the failure is logged.
+        state.later(f"showing devices of {channel}/{thread_ts} for {user}",
+                    lambda: reply_with_devices(state, client, channel=channel,
+                                               thread_ts=str(thread_ts), user=user))
 
     # Any other message: acknowledged so Slack does not retry it, and otherwise ignored.
     @app.event("message")

@@ -6,10 +6,14 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from slack_bolt import Respond
+
 from bot.config import BotConfig
+from bot.listeners.replies import APOLOGY
 from bot.sources import TriageSource
 from bot.store import RecordingStore, Store, StoreError
 from triage.verdict import Verdict
@@ -17,10 +21,15 @@ from triage.verdict import Verdict
 log = logging.getLogger(__name__)
 
 SLACK_SOURCE = "slack"
+ANSWER_WORKERS = 8
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def answer_workers() -> Executor:
+    return ThreadPoolExecutor(ANSWER_WORKERS, thread_name_prefix="gpuwhy-answer")
 
 
 @dataclass(frozen=True)
@@ -77,6 +86,7 @@ class BotState:
     clock: Callable[[], datetime] = utc_now
     recent: RecentAnswers = field(default_factory=RecentAnswers)
     seen: SeenEvents = field(default_factory=SeenEvents)
+    workers: Executor = field(default_factory=answer_workers)
 
     def __post_init__(self) -> None:
         self._recording = None if self.store is None else RecordingStore(self.store)
@@ -91,6 +101,30 @@ class BotState:
             self._recording.record(verdict, cluster=self.source.cluster, asked_by=asked_by,
                                    source=SLACK_SOURCE, channel=channel, message_ts=message_ts,
                                    at=now)
+
+    def later(self, what: str, work: Callable[[], object], respond: Respond | None = None,
+              ) -> None:
+        """Run ``work`` on the answer workers, after the listener has acked and returned.
+
+        Bolt acks commands and actions from its own small thread pool; a slow triage or a
+        rate-limited post held there would delay the acks of the requests queued behind it
+        past Slack's 3 seconds. A failure is logged with its traceback and ``what`` was being
+        done; the asker gets a one-line apology through ``respond`` when there is one.
+        """
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:
+                log.exception("%s failed", what)
+                if respond is None:
+                    return
+                try:
+                    respond(text=APOLOGY, replace_original=False)
+                except Exception:
+                    log.exception("apologizing for %s failed", what)
+
+        self.workers.submit(run)
 
     def answer_for_thread(self, channel: str, thread_ts: str) -> PostedAnswer | None:
         """The gpuwhy answer that opened this thread, or None when it is not one of ours."""

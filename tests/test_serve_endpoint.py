@@ -1,0 +1,171 @@
+"""The HTTP endpoint `gpuwhy serve` runs (SlackHTTPServer), in this process: Slack's 3-second
+ack rule under slow triage, signatures, retries, health and readiness."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import pytest
+from slackfake import FakeSlack, command_body, http, message_event, sign
+from test_slack_app import SECRET, make_app, simple_source, web_calls
+
+from bot.serve import MAX_BODY, SlackHTTPServer, source_ready
+from bot.sources import SnapshotSource
+from triage.refs import PodRef
+from triage.verdict import Verdict
+
+FORM = "application/x-www-form-urlencoded"
+SLACK_ACK_LIMIT = 3.0
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    fake = FakeSlack()
+    yield fake
+    fake.close()
+
+
+@contextmanager
+def serving(app: object, ready: object = lambda: True) -> Iterator[int]:
+    server = SlackHTTPServer(("127.0.0.1", 0), app, ready)  # type: ignore[arg-type]
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield server.port
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class StuckSource:
+    """A cluster that answers only when the test lets it: triage as slow as it gets."""
+
+    cluster = "stuck"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def triage(self, ref: PodRef) -> Verdict:
+        self.release.wait(20)
+        return Verdict(ref=str(ref), cause="exhausted", action="wait")
+
+
+def post(port: int, body: str, content_type: str = FORM, **headers: str) -> tuple[int, str]:
+    return http(port, "/slack/events", body, {"Content-Type": content_type, **headers})
+
+
+def signed(body: str, timestamp: int | None = None, secret: str = SECRET) -> dict[str, str]:
+    return sign(secret, body, timestamp)
+
+
+def test_acks_come_back_at_once_while_triage_is_stuck(slack: FakeSlack) -> None:
+    source = StuckSource()
+    # More commands than bolt's listener threads (10) and gpuwhy's answer workers.
+    refs = [f"research/job-{i}" for i in range(24)]
+
+    def ask(ref: str) -> tuple[int, str, float]:
+        body = command_body(ref, response_url=slack.response_url())
+        started = time.monotonic()
+        status, text = post(port, body, **signed(body))
+        return status, text, time.monotonic() - started
+
+    with serving(make_app(slack, source)) as port:
+        try:
+            with ThreadPoolExecutor(len(refs)) as pool:
+                acks = list(pool.map(ask, refs))
+            assert [(status, text) for status, text, _ in acks] == [(200, "")] * len(refs)
+            slowest = max(seconds for _, _, seconds in acks)
+            assert slowest < SLACK_ACK_LIMIT / 2, f"slowest ack took {slowest:.2f}s"
+            assert slack.calls_to("chat.postMessage") == []  # no answer before the triage
+        finally:
+            source.release.set()
+        posts = slack.wait_for("chat.postMessage", len(refs))
+    assert sorted(p.params["blocks"][-1]["elements"][0]["value"] for p in posts) == sorted(refs)
+
+
+def test_bad_signatures_are_refused_with_401_and_no_action(slack: FakeSlack) -> None:
+    source = simple_source()
+    body = command_body("research/full", response_url=slack.response_url())
+    now = int(time.time())
+    tampered = body.replace(urllib.parse.quote("research/full", safe=""), "ml%2Ffinetune")
+    with serving(make_app(slack, source)) as port:
+        refused = {
+            "forged": post(port, body, **signed(body, secret="not-the-secret")),
+            "missing": post(port, body),
+            "stale": post(port, body, **signed(body, now - 301)),
+            "future": post(port, body, **signed(body, now + 301)),
+            "tampered": post(port, tampered, **signed(body)),
+            "garbled": post(port, body, **{"X-Slack-Request-Timestamp": "soon",
+                                           "X-Slack-Signature": "v0=00"}),
+        }
+        slack.settle()
+        assert {case: status for case, (status, _) in refused.items()} == dict.fromkeys(
+            refused, 401)
+        assert web_calls(slack) == []
+        assert source.asked == []
+        # The same body, signed now, is answered: the refusals were about the signature.
+        assert post(port, body, **signed(body)) == (200, "")
+        slack.wait_for("chat.postMessage")
+
+
+def test_a_retried_event_through_the_endpoint_is_answered_once(slack: FakeSlack) -> None:
+    with serving(make_app(slack, simple_source())) as port:
+        command = command_body("research/full", response_url=slack.response_url())
+        assert post(port, command, **signed(command)) == (200, "")
+        ts = slack.wait_for("chat.postMessage")[0].answer["ts"]
+        event = json.dumps(message_event("show devices", thread_ts=ts, event_id="EvRetry"))
+        statuses = [post(port, event, "application/json", **signed(event), **retry)[0]
+                    for retry in ({}, {"X-Slack-Retry-Num": "1",
+                                       "X-Slack-Retry-Reason": "http_timeout"},
+                                  {"X-Slack-Retry-Num": "2",
+                                   "X-Slack-Retry-Reason": "http_timeout"})]
+        assert statuses == [200, 200, 200]
+        reply = slack.wait_for("chat.postMessage", 2)[1]
+        assert reply.params["thread_ts"] == ts
+        slack.settle(0.5)
+        assert web_calls(slack) == ["chat.postMessage", "chat.postMessage"]
+
+
+class WarmingSource:
+    """A source that becomes ready later, as the watch cache does."""
+
+    cluster = "warming"
+
+    def __init__(self) -> None:
+        self.loaded = threading.Event()
+
+    def ready(self) -> bool:
+        return self.loaded.is_set()
+
+
+def test_readyz_is_false_until_the_source_is_ready() -> None:
+    source = WarmingSource()
+    with serving(None, lambda: source_ready(source)) as port:
+        assert http(port, "/healthz") == (200, "ok\n")
+        assert http(port, "/readyz") == (503, "not ready\n")
+        source.loaded.set()
+        assert http(port, "/readyz") == (200, "ready\n")
+        assert http(port, "/healthz?probe=1") == (200, "ok\n")
+
+
+def test_a_dump_directory_is_ready_at_once() -> None:
+    assert source_ready(SnapshotSource("tests/fixtures/scenarios/seven-states"))
+
+
+def test_the_endpoint_refuses_what_is_not_slack(slack: FakeSlack) -> None:
+    with serving(make_app(slack, simple_source())) as port:
+        assert http(port, "/slack/other", "x")[0] == 404
+        assert http(port, "/nope")[0] == 404
+        # Refused on the declared length, before a byte of the body is read.
+        assert post(port, "x", **{"Content-Length": str(MAX_BODY + 1)})[0] == 413
+    with serving(None) as port:  # Socket Mode: Slack's requests come over the websocket
+        body = command_body("research/full")
+        assert post(port, body, **signed(body))[0] == 404
+    slack.settle(0.1)
+    assert web_calls(slack) == []
