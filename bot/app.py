@@ -48,10 +48,17 @@ def create_app(
     signing_secret: str | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> App:
-    """The bolt App with gpuwhy's listeners; ``client`` defaults to :func:`slack_client`.
+    """The bolt App with gpuwhy's listeners; ``client`` defaults to :func:`slack_client`."""
+    state = BotState(config=config, source=source, store=store, clock=clock)
+    return bolt_app(state, client, signing_secret=signing_secret)
 
-    Listeners ack first and work after (process_before_response=False), which keeps every
-    answer inside Slack's 3-second limit in both HTTP and Socket Mode.
+
+def bolt_app(state: BotState, client: WebClient | None = None, *,
+             signing_secret: str | None = None) -> App:
+    """The bolt App answering from ``state``; the caller keeps ``state`` to close it.
+
+    Listeners ack first and work after (process_before_response=False, then the answer
+    workers), which keeps every ack inside Slack's 3-second limit in HTTP and Socket Mode.
     """
     app = App(
         client=client if client is not None else slack_client(),
@@ -59,5 +66,5 @@ def create_app(
         process_before_response=False,
         logger=SLACK_LOG,
     )
-    register_listeners(app, BotState(config=config, source=source, store=store, clock=clock))
+    register_listeners(app, state)
     return app

@@ -16,10 +16,11 @@ from slack_bolt.error import BoltError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from bot.app import create_app, slack_client
+from bot.app import bolt_app, slack_client
 from bot.cli_cluster import add_cluster_options
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
+from bot.listeners.state import BotState
 from bot.serve import (
     EVENTS_PATH,
     HEALTH_PATH,
@@ -74,7 +75,8 @@ def run_serve(args: argparse.Namespace) -> int:
         client = slack_client(env)
         _check_bot_token(client)
         source = _source(args, config)
-        app = create_app(config, source, store, client, signing_secret=secret)
+        state = BotState(config=config, source=source, store=store)
+        app = bolt_app(state, client, signing_secret=secret)
         ready_source = source
         server = SlackHTTPServer((args.host, args.port), None if app_token else app,
                                  lambda: source_ready(ready_source))
@@ -102,6 +104,7 @@ def run_serve(args: argparse.Namespace) -> int:
         server.shutdown()
         if handler is not None:
             handler.close()  # type: ignore[no-untyped-call]
+        state.close()  # answers already acked still go out, and get recorded
         _stop_source(source)
         store.close()
     return EXIT_OK

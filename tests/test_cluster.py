@@ -157,22 +157,6 @@ FAULTS = [
     pytest.param("status", "^/api/v1/nodes$", {"status": forbidden_status("list", "nodes")},
                  'Forbidden: User "system:serviceaccount:gpuwhy:gpuwhy" cannot list nodes at the '
                  'cluster scope (RBAC needs verb "list" on resource "nodes").', id="forbidden"),
-    pytest.param("status", "/resourcequotas$",
-                 {"status": forbidden_status("list", "resourcequotas", namespace="research")},
-                 'Forbidden: User "system:serviceaccount:gpuwhy:gpuwhy" cannot list '
-                 'resourcequotas in namespace "research" (RBAC needs verb "list" on resource '
-                 '"resourcequotas").', id="forbidden-namespaced"),
-    pytest.param("status", "runtimeclasses",
-                 {"status": forbidden_status("list", "runtimeclasses", group="node.k8s.io")},
-                 'Forbidden: User "system:serviceaccount:gpuwhy:gpuwhy" cannot list '
-                 "runtimeclasses.node.k8s.io at the cluster scope (RBAC needs verb \"list\" on "
-                 'resource "runtimeclasses.node.k8s.io").', id="forbidden-group"),
-    pytest.param("status", "runtimeclasses",
-                 {"status": status_body(404, "NotFound", "the server could not find the "
-                                        "requested resource")},
-                 "Not found: the Kubernetes API server at {url} has nothing for list "
-                 "runtimeclasses.node.k8s.io (the server could not find the requested resource).",
-                 id="not-found"),
     pytest.param("status", "/pods/full$", {"status": status_body(410, "Gone", "gone away")},
                  "The Kubernetes API server at {url} failed to get pods research/full: 410 Gone: "
                  "gone away.", id="gone-on-get"),
@@ -195,6 +179,27 @@ FAULTS = [
     pytest.param("reset", "^/api/v1/nodes$", {},
                  "The connection to the Kubernetes API server at {url} broke during list nodes "
                  "(reset or closed early).", id="connection-reset"),
+]
+
+
+# Events, quotas and RuntimeClasses only corroborate: refused, the triage goes on and says so.
+CORROBORATING_FAULTS = [
+    pytest.param("status", "/resourcequotas$",
+                 {"status": forbidden_status("list", "resourcequotas", namespace="research")},
+                 'Forbidden: User "system:serviceaccount:gpuwhy:gpuwhy" cannot list '
+                 'resourcequotas in namespace "research" (RBAC needs verb "list" on resource '
+                 '"resourcequotas").', id="forbidden-namespaced"),
+    pytest.param("status", "runtimeclasses",
+                 {"status": forbidden_status("list", "runtimeclasses", group="node.k8s.io")},
+                 'Forbidden: User "system:serviceaccount:gpuwhy:gpuwhy" cannot list '
+                 "runtimeclasses.node.k8s.io at the cluster scope (RBAC needs verb \"list\" on "
+                 'resource "runtimeclasses.node.k8s.io").', id="forbidden-group"),
+    pytest.param("status", "runtimeclasses",
+                 {"status": status_body(404, "NotFound", "the server could not find the "
+                                        "requested resource")},
+                 "Not found: the Kubernetes API server at {url} has nothing for list "
+                 "runtimeclasses.node.k8s.io (the server could not find the requested resource).",
+                 id="not-found"),
     pytest.param("truncate", "/events$", {},
                  "The Kubernetes API server at {url} sent a truncated or invalid JSON answer to "
                  "list events in namespace research.", id="truncated-json"),
@@ -211,6 +216,17 @@ def test_each_fault_is_one_sentence_and_the_next_triage_works(
         source.triage(ref_of("research/full"))
     assert str(failure.value) == sentence.format(url=api.url)
     assert source.triage(ref_of("research/full")).cause == "exhausted"
+
+
+@pytest.mark.parametrize(("kind", "path", "options", "sentence"), CORROBORATING_FAULTS)
+def test_a_failed_corroborating_read_is_recorded_in_the_verdict(
+        client: ApiClient, api: FakeKubeAPI, kind: str, path: str, options: dict[str, object],
+        sentence: str) -> None:
+    source = LiveSource(api_client=client, timeout=0.4)
+    api.inject(kind, path, **options)  # type: ignore[arg-type]
+    verdict = source.triage(ref_of("research/full"))
+    assert (verdict.cause, verdict.error) == ("exhausted", sentence.format(url=api.url))
+    assert source.triage(ref_of("research/full")).error is None
 
 
 def test_an_unreachable_server_is_named(tmp_path: Path) -> None:

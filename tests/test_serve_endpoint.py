@@ -10,13 +10,18 @@ import urllib.parse
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 from slackfake import FakeSlack, command_body, http, message_event, sign
-from test_slack_app import SECRET, make_app, simple_source, web_calls
+from test_slack_app import CHANNEL, SECRET, make_app, simple_source, web_calls
 
+from bot.app import bolt_app, slack_client
+from bot.config import BotConfig
+from bot.listeners.state import BotState
 from bot.serve import MAX_BODY, SlackHTTPServer, source_ready
 from bot.sources import SnapshotSource
+from bot.store import Store
 from triage.refs import PodRef
 from triage.verdict import Verdict
 
@@ -87,6 +92,28 @@ def test_acks_come_back_at_once_while_triage_is_stuck(slack: FakeSlack) -> None:
             source.release.set()
         posts = slack.wait_for("chat.postMessage", len(refs))
     assert sorted(p.params["blocks"][-1]["elements"][0]["value"] for p in posts) == sorted(refs)
+
+
+def test_stopping_finishes_acked_answers_and_records_them(tmp_path: Path,
+                                                           slack: FakeSlack) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+    store.upgrade()
+    source = StuckSource()
+    state = BotState(config=BotConfig(database_url="sqlite://"), source=source, store=store)
+    client = slack_client({"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_API_URL": slack.api_url})
+    with serving(bolt_app(state, client, signing_secret=SECRET)) as port:
+        body = command_body("research/full", response_url=slack.response_url())
+        assert post(port, body, **signed(body)) == (200, "")
+    closing = threading.Thread(target=state.close)
+    closing.start()
+    closing.join(0.3)
+    assert closing.is_alive(), "close() returned with an acked answer still owed"
+    source.release.set()
+    closing.join(10)
+    assert not closing.is_alive()
+    [answer] = slack.calls_to("chat.postMessage")
+    incident = store.incident_for_thread(CHANNEL, answer.answer["ts"])
+    assert incident is not None and incident.verdict.ref == "research/full"
 
 
 def test_bad_signatures_are_refused_with_401_and_no_action(slack: FakeSlack) -> None:
@@ -169,3 +196,12 @@ def test_the_endpoint_refuses_what_is_not_slack(slack: FakeSlack) -> None:
         assert post(port, body, **signed(body))[0] == 404
     slack.settle(0.1)
     assert web_calls(slack) == []
+
+
+def test_slack_url_verification_is_answered(slack: FakeSlack) -> None:
+    # Slack sends this once, when the Events request URL is entered in the app settings.
+    body = json.dumps({"token": "legacy-verification-token", "challenge": "3eZbrw1aB",
+                       "type": "url_verification"})
+    with serving(make_app(slack, simple_source())) as port:
+        status, text = post(port, body, "application/json", **signed(body))
+    assert (status, json.loads(text)) == (200, {"challenge": "3eZbrw1aB"})

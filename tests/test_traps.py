@@ -423,3 +423,19 @@ def test_every_pod_of_every_scenario_gets_an_answer(scenario: str) -> None:
         meta = pod["metadata"]
         verdict = triage(snapshot, PodRef(meta["namespace"], meta["name"]))
         assert verdict.cause and verdict.action
+
+
+def test_stale_gpu_message_with_gpus_now_free(seven_states: Lists) -> None:
+    seven_states["pods"].remove(find(seven_states["pods"], "train-b", "team-b"))
+    verdict = answer(seven_states, "research/full")  # its message still says Insufficient GPU
+    assert verdict.cause == "other-constraint"
+    assert "cluster has changed since" in verdict.action
+    assert "something else" not in verdict.action
+
+
+def test_answer_does_not_depend_on_list_order(seven_states: Lists) -> None:
+    forward = answer(seven_states, "research/big")
+    seven_states["nodes"].reverse()
+    seven_states["events"].reverse()
+    seven_states["pods"].reverse()
+    assert answer(seven_states, "research/big") == forward

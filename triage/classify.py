@@ -442,7 +442,7 @@ def _held_by(subject: Subject, node: K8sObject, resource: str) -> str:
 def explain_exhausted(subject: Subject, dropped: list[tuple[K8sObject, str]]) -> Finding:
     resource = _primary(subject)
     finished = []
-    for node, _ in dropped:
+    for node, _ in dropped[:3]:  # the nodes the action names
         finished += [pod_name(p) for p in subject.snapshot.pods_on(node_name(node))
                      if is_terminated(p) and effective_request(p.get("spec", {}), resource) > 0]
     done = (f" ({' and '.join(finished[:4])} {'are' if len(finished) > 1 else 'is'} finished and "
@@ -563,20 +563,35 @@ def leftover_other_constraint(subject: Subject, fit: list[K8sObject]) -> Finding
     message = latest_scheduling_failure(subject.pod or {}, subject.events)
     if message is None and not scheduler_spoke(subject.pod or {}, subject.events):
         return None
-    quoted = _non_gpu_reasons(message) if message else "the scheduler has not bound it yet"
-    return Finding(Cause.OTHER_CONSTRAINT,
-                   f"GPU-wise {fitting} fit, but the scheduler rejects the pod for something else: "
-                   f"{quoted}. Fix what it names (cpu, memory, pod affinity, volumes, topology "
-                   "spread).",
-                   _scheduler_evidence(subject))
+    if message is None:
+        action = (f"GPU-wise {fitting} fit and the scheduler has seen the pod, but it has not "
+                  "bound it yet. Look at the pod's events for what it waits on.")
+    elif (others := _other_reasons(message, subject.config)) is None:
+        scheduler = subject.spec.get("schedulerName") or "default-scheduler"
+        action = (f"GPU-wise {fitting} fit now; the scheduler's last word is only about GPUs, "
+                  "taints or selectors, so the cluster has changed since and it will retry by "
+                  f"itself. If the pod stays Pending, check that {scheduler} is running.")
+    else:
+        action = (f"GPU-wise {fitting} fit, but the scheduler rejects the pod for something "
+                  f"else: {others}. Fix what it names (cpu, memory, pod affinity, volumes, "
+                  "topology spread).")
+    return Finding(Cause.OTHER_CONSTRAINT, action, _scheduler_evidence(subject))
 
 
-def _non_gpu_reasons(message: str) -> str:
+_FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption")
+
+
+def _other_reasons(message: str, config: TriageConfig) -> str | None:
+    """The scheduler's reasons that are not about GPUs, taints or selectors (which the funnel
+    has checked itself); the whole message when it cannot be parsed; None when none is left."""
     parsed = parse_failed_scheduling(message)
-    others = [r for r in parsed.reasons if not r.kind.startswith("insufficient:nvidia")
-              and r.kind not in ("taint", "selector")]
-    if not others:
+    if not parsed.reasons:
         return message
+    others = [r for r in parsed.reasons if r.kind not in _FUNNEL_REASONS
+              and not (r.kind.startswith("insufficient:")
+                       and config.is_gpu_related(r.kind.partition(":")[2]))]
+    if not others:
+        return None
     return ", ".join(f"{r.count} {r.text}" if r.count is not None else r.text for r in others)
 
 
@@ -646,7 +661,8 @@ PIPELINE: tuple[Check, ...] = tuple(_CHECKS[info.cause] for info in CAUSES)
 
 def run_pipeline(subject: Subject) -> Finding:
     state = subject.state
-    candidates = list(subject.snapshot.nodes)
+    # By name, so the answer does not depend on the order the nodes were listed in.
+    candidates = sorted(subject.snapshot.nodes, key=node_name)
     for check in PIPELINE:
         if check.when not in state:
             continue
@@ -817,6 +833,7 @@ def _assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         score_policy=policy,
         scheduler_summary=proposal_summary(reports, policy) if reports and not subject.spec.get(
             "nodeName") else None,
+        error="; ".join(dict.fromkeys(subject.snapshot.problems)) or None,
     )
 
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Se
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -534,17 +534,33 @@ class RefObjects:
     pods: list[K8sObject] = field(default_factory=list)
     workloads: list[K8sObject] = field(default_factory=list)
     events: list[K8sObject] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # corroborating reads that failed
+
+
+def _optional(problems: list[str] | None,
+              read: Callable[[], tuple[list[K8sObject], str]]) -> list[K8sObject]:
+    """Events, quotas and RuntimeClasses only corroborate or refine an answer: when one of
+    them cannot be read, the triage goes on and the Verdict says what it lacked."""
+    if problems is None:
+        return read()[0]
+    try:
+        return read()[0]
+    except ClusterError as exc:
+        problems.append(str(exc))
+        return []
 
 
 def read_ref_objects(reader: ClusterReader, ref: PodRef,
                      page_size: int = DEFAULT_PAGE_SIZE) -> RefObjects:
     namespace = ref.namespace
     pod = reader.get(PODS, namespace, ref.name)
-    if pod is not None:
-        return RefObjects([pod], [], _events_about(reader, namespace, [ref.name], page_size))
     found = RefObjects()
-    failed_creates, _ = reader.list_all(EVENTS, namespace, field_selector="reason=FailedCreate",
-                                    page_size=page_size)
+    if pod is not None:
+        found.pods = [pod]
+        found.events = _events_about(reader, namespace, [ref.name], page_size, found.problems)
+        return found
+    failed_creates = _optional(found.problems, lambda: reader.list_all(
+        EVENTS, namespace, field_selector="reason=FailedCreate", page_size=page_size))
     workloads = [w for kind in WORKLOAD_KINDS
                  if (w := reader.get(WORKLOADS[kind], namespace, ref.name)) is not None]
     if not workloads:
@@ -557,21 +573,25 @@ def read_ref_objects(reader: ClusterReader, ref: PodRef,
     found.pods = _unique(found.pods)
     names = [ref.name, *(w["metadata"]["name"] for w in workloads),
              *(p["metadata"]["name"] for p in found.pods)]
-    found.events = _unique([*_events_about(reader, namespace, names, page_size), *failed_creates])
+    found.events = _unique([*_events_about(reader, namespace, names, page_size, found.problems),
+                            *failed_creates])
     return found
 
 
 def _events_about(reader: ClusterReader, namespace: str, names: Sequence[str],
-                  page_size: int) -> list[K8sObject]:
+                  page_size: int, problems: list[str]) -> list[K8sObject]:
     wanted = list(dict.fromkeys(names))
     if len(wanted) > MAX_EVENT_QUERIES:
-        events, _ = reader.list_all(EVENTS, namespace, page_size=page_size)
+        events = _optional(problems, lambda: reader.list_all(EVENTS, namespace,
+                                                             page_size=page_size))
         return [e for e in events if (e.get("involvedObject") or {}).get("name") in wanted]
     found: list[K8sObject] = []
     for name in wanted:
         selector = f"involvedObject.name={name},involvedObject.namespace={namespace}"
-        events, _ = reader.list_all(EVENTS, namespace, field_selector=selector, page_size=page_size)
-        found.extend(events)
+        found.extend(_optional(problems, partial(reader.list_all, EVENTS, namespace,
+                                                 field_selector=selector, page_size=page_size)))
+        if problems:
+            break  # the same refusal for every name: say it once
     return found
 
 
@@ -652,10 +672,12 @@ def _merge_pods(listed: Iterable[K8sObject], fetched: Iterable[K8sObject]) -> li
     return list(by_key.values())
 
 
-def _namespace_policy(reader: ClusterReader, namespace: str,
-                      page_size: int) -> tuple[list[K8sObject], list[K8sObject]]:
-    quotas, _ = reader.list_all(QUOTAS, namespace, page_size=page_size)
-    runtime_classes, _ = reader.list_all(RUNTIME_CLASSES, page_size=page_size)
+def _namespace_policy(reader: ClusterReader, namespace: str, page_size: int,
+                      problems: list[str] | None = None,
+                      ) -> tuple[list[K8sObject], list[K8sObject]]:
+    quotas = _optional(problems, lambda: reader.list_all(QUOTAS, namespace, page_size=page_size))
+    runtime_classes = _optional(problems, lambda: reader.list_all(RUNTIME_CLASSES,
+                                                                  page_size=page_size))
     return quotas, runtime_classes
 
 
@@ -666,10 +688,11 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
     found = read_ref_objects(reader, ref, page_size)
     nodes, _ = reader.list_all(NODES, page_size=page_size)
     pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
-    quotas, runtime_classes = _namespace_policy(reader, ref.namespace, page_size)
+    quotas, runtime_classes = _namespace_policy(reader, ref.namespace, page_size, found.problems)
     return Snapshot(nodes=nodes, pods=_merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
-                    workloads=found.workloads, cluster=cluster or reader.server)
+                    workloads=found.workloads, cluster=cluster or reader.server,
+                    problems=tuple(found.problems))
 
 
 def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEFAULT_PAGE_SIZE,
@@ -917,13 +940,11 @@ class IndexedSnapshot(Snapshot):
         cached = self.pods_by_node.get(node_name, ())
         if node_name not in self.fetched_nodes:
             return list(cached)
-        # as a cold read orders them: the listed (non-terminated) pods by namespace and name,
-        # then the fetched ones the list leaves out
+        # the cached pods, with the fetched copies in their place; by namespace and name, as
+        # the base class orders them
         fresh = self._pods_by_key
-        fetched_here = super().pods_on(node_name)
-        running = sorted([*(p for p in cached if object_key(p) not in fresh),
-                          *(p for p in fetched_here if not is_terminated(p))], key=object_key)
-        return running + [p for p in fetched_here if is_terminated(p)]
+        return sorted([*(p for p in cached if object_key(p) not in fresh),
+                       *super().pods_on(node_name)], key=object_key)
 
     def requested_on(self, node_name: str) -> dict[str, Decimal]:
         if node_name in self.fetched_nodes:
@@ -1081,12 +1102,14 @@ class WatchCache:
             raise ClusterError(failing or "gpuwhy is still loading the cluster's nodes and "
                                "pods; try again in a minute.")
         found = read_ref_objects(self.reader, ref, self.page_size)
-        quotas, runtime_classes = _namespace_policy(self.reader, ref.namespace, self.page_size)
+        quotas, runtime_classes = _namespace_policy(self.reader, ref.namespace, self.page_size,
+                                                    found.problems)
         by_node, requested = self.pods.by_node_view()
         return IndexedSnapshot(
             nodes=self.nodes.view(), pods=found.pods, events=found.events,
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
-            cluster=cluster or self.reader.server, pods_by_node=by_node,
+            cluster=cluster or self.reader.server, problems=tuple(found.problems),
+            pods_by_node=by_node,
             requested_by_node=requested,
             namespace_pods=tuple(self.pods.in_namespace(ref.namespace)),
             cached_nodes_of_fetched=self.pods.nodes_of(object_key(p) for p in found.pods))

@@ -56,6 +56,9 @@ class Snapshot:
     runtimeclasses: list[K8sObject] = field(default_factory=list)
     workloads: list[K8sObject] = field(default_factory=list)
     cluster: str = ""
+    # Reads that failed but did not stop the triage (events, quotas, RuntimeClasses), one
+    # sentence each; the Verdict carries them as its ``error``.
+    problems: tuple[str, ...] = ()
 
     # -- reading and writing dump directories ---------------------------------------
 
@@ -64,7 +67,7 @@ class Snapshot:
         directory = Path(path)
         if not directory.is_dir():
             raise SnapshotError(f"{directory}: not a directory")
-        lists: dict[str, list[K8sObject]] = {}
+        lists: dict[str, Any] = {}
         for filename, attribute in DUMP_FILES.items():
             lists[attribute] = _read_list(directory / filename)
         return cls(**lists, cluster=cluster or directory.name)
@@ -90,6 +93,8 @@ class Snapshot:
             node_name = pod.get("spec", {}).get("nodeName")
             if node_name:
                 index[node_name].append(pod)
+        for pods in index.values():
+            pods.sort(key=object_key)  # the API server's order, whatever the source's
         return index
 
     @cached_property
@@ -171,7 +176,7 @@ class Snapshot:
     def events_for(self, kind: str, namespace: str, name: str) -> list[K8sObject]:
         """Events about one object, newest first (see ``event_time``)."""
         return sorted(self._events_by_object.get((kind, namespace, name), []),
-                      key=event_time, reverse=True)
+                      key=_event_order, reverse=True)
 
     def workload(self, kind: str, namespace: str, name: str) -> K8sObject | None:
         return self._workloads_by_key.get((kind, namespace, name))
@@ -183,6 +188,11 @@ class Snapshot:
 
     def namespace_objects(self, objects: Iterable[K8sObject], namespace: str) -> list[K8sObject]:
         return [o for o in objects if o.get("metadata", {}).get("namespace") == namespace]
+
+
+def _event_order(event: Mapping[str, Any]) -> tuple[str, str]:
+    # Ties within a second go by name, so the list order of the source does not matter.
+    return event_time(event), str(event.get("metadata", {}).get("name", ""))
 
 
 def event_time(event: Mapping[str, Any]) -> str:

@@ -126,6 +126,12 @@ class BotState:
 
         self.workers.submit(run)
 
+    def close(self) -> None:
+        """Finish the answers in flight, then retry incidents the store could not take yet."""
+        self.workers.shutdown(wait=True)
+        if self._recording is not None:
+            self._recording.flush()
+
     def answer_for_thread(self, channel: str, thread_ts: str) -> PostedAnswer | None:
         """The gpuwhy answer that opened this thread, or None when it is not one of ours."""
         posted = self.recent.get(channel, thread_ts)
