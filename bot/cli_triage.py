@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from datetime import UTC, datetime
 from importlib import resources
@@ -19,7 +18,6 @@ from bot.digest import digest_text, load_digest, load_timezone, week_start
 from bot.render import render_text
 from bot.sources import LiveSource, SnapshotSource, TriageSource
 from bot.store import RecordingStore, Store, StoreError, database_url
-from scoring.summary import log_lines
 from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import RefError, parse_ref
@@ -27,7 +25,6 @@ from triage.snapshot import SnapshotError
 from triage.verdict import Verdict
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREADABLE = 0, 2, 3
-log = logging.getLogger("gpuwhy")
 
 
 def register(subparsers: Any) -> None:
@@ -73,7 +70,6 @@ def run_triage(args: argparse.Namespace) -> int:
         verdict = source.triage(ref)
     except (SnapshotError, ClusterError) as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
-    _log_nodes(verdict)
     if args.format == "json":
         print(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -103,7 +99,6 @@ def run_demo(args: argparse.Namespace) -> int:
     for text in expected:
         verdict = source.triage(parse_ref(text))
         verdicts.append(verdict)
-        _log_nodes(verdict)
         print(render_text(verdict))
     if args.blocks:
         print(json.dumps(verdict_blocks(verdicts[0]), indent=2, ensure_ascii=False))
@@ -132,11 +127,6 @@ def _record(db: str | None, verdicts: list[Verdict], cluster: str) -> Store | No
         print("gpuwhy: not recorded: the incident store refused the write", file=sys.stderr)
         return None
     return store
-
-
-def _log_nodes(verdict: Verdict) -> None:
-    for level, line in log_lines(verdict.ref, verdict.nodes):
-        log.log(level, line)
 
 
 def _fail(message: str, code: int) -> int:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Protocol
 
 from kubernetes.client import ApiClient
 
+from scoring.summary import log_lines
 from triage.classify import triage
 from triage.cluster import (
     DEFAULT_PAGE_SIZE,
@@ -21,6 +23,8 @@ from triage.refs import PodRef
 from triage.snapshot import Snapshot
 from triage.verdict import Verdict
 
+log = logging.getLogger("gpuwhy.triage")
+
 
 class TriageSource(Protocol):
     cluster: str
@@ -28,6 +32,14 @@ class TriageSource(Protocol):
     def triage(self, ref: PodRef) -> Verdict:
         """Answer for one ref; raise triage.errors.ClusterError when the cluster can't be read."""
         ...
+
+
+def logged(verdict: Verdict) -> Verdict:
+    """Log the per-node facts at the two levels of HAMi's event-log proposal, with pod and
+    node on every line: INFO NodeUnfitPod / NodeFitPod, DEBUG one line per device."""
+    for level, line in log_lines(verdict.ref, verdict.nodes):
+        log.log(level, line)
+    return verdict
 
 
 class SnapshotSource:
@@ -39,7 +51,7 @@ class SnapshotSource:
         self.config = config
 
     def triage(self, ref: PodRef) -> Verdict:
-        return triage(self.snapshot, ref, self.config)
+        return logged(triage(self.snapshot, ref, self.config))
 
 
 class LiveSource:
@@ -63,7 +75,7 @@ class LiveSource:
 
     def triage(self, ref: PodRef) -> Verdict:
         snapshot = read_snapshot(self.api_client, ref, self.page_size, self.timeout, self.cluster)
-        return triage(snapshot, ref, self.config)
+        return logged(triage(snapshot, ref, self.config))
 
 
 class WatchSource:
@@ -102,4 +114,4 @@ class WatchSource:
         return self.cache.wait_ready(timeout)
 
     def triage(self, ref: PodRef) -> Verdict:
-        return triage(self.cache.snapshot_for(ref, self.cluster), ref, self.config)
+        return logged(triage(self.cache.snapshot_for(ref, self.cluster), ref, self.config))
