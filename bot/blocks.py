@@ -18,6 +18,7 @@ from typing import Any
 import jinja2
 
 import templates
+from bot.render import nodes_line
 from triage.verdict import Device, Evidence, NodeReport, Verdict
 from triage.vocabulary import CAUSE_ORDER, CAUSES, FIT, Cause
 
@@ -106,6 +107,7 @@ class AnswerView:
     pods_sharing: int
     pods_total: int
     node_summary: str
+    scheduler_summary: str | None
     scheduler_message: str | None
     error: str | None
 
@@ -126,7 +128,8 @@ def answer_view(verdict: Verdict) -> AnswerView:
         pods_hidden=max(0, len(pods) - MAX_PODS),
         pods_sharing=len(pods),
         pods_total=verdict.pods_total,
-        node_summary=verdict.node_summary,
+        node_summary=nodes_line(verdict),
+        scheduler_summary=verdict.scheduler_summary,
         scheduler_message=verdict.scheduler_message,
         error=verdict.error,
     )

@@ -33,6 +33,19 @@ def cause_emoji(cause: str) -> str:
         return "❓"
 
 
+def score_note(verdict: Verdict) -> str:
+    """Whose scores the node summary shows: the scheduler's own, or gpuwhy's under a policy."""
+    if verdict.score_source == "scheduler":
+        return "(scores from the scheduler)"
+    if verdict.score_source == "gpuwhy":
+        return f"(gpuwhy {verdict.score_policy} score)"
+    return ""
+
+
+def nodes_line(verdict: Verdict) -> str:
+    return " ".join(part for part in (verdict.node_summary, score_note(verdict)) if part)
+
+
 def verdict_context(verdict: Verdict) -> dict[str, Any]:
     """What every answer template gets: the verdict plus its headline parts."""
     kind = f" ({verdict.kind})" if verdict.kind != "Pod" else ""
@@ -45,6 +58,7 @@ def verdict_context(verdict: Verdict) -> dict[str, Any]:
         "headline": f"{verdict.cause} — {verdict.ref}{kind}",
         "sharing": sharing,
         "scheduler_line": " ".join((verdict.scheduler_message or "").split()),
+        "nodes_line": nodes_line(verdict),
     }
 
 
