@@ -18,6 +18,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.app import bolt_app, slack_client
 from bot.cli_cluster import add_cluster_options
+from bot.cli_store import add_db_option
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
 from bot.listeners.state import BotState
@@ -27,10 +28,11 @@ from bot.serve import (
     READY_PATH,
     SlackHTTPServer,
     digest_thread,
+    flush_thread,
     source_ready,
 )
 from bot.sources import SnapshotSource, WatchSource
-from bot.store import Store, StoreError
+from bot.store import Store, StoreError, database_url
 from triage.errors import ClusterError
 from triage.snapshot import SnapshotError
 
@@ -60,6 +62,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--snapshot", metavar="DIR",
                         help="answer from a dump directory instead of the live cluster")
     add_cluster_options(parser)
+    add_db_option(parser)
     parser.set_defaults(func=run_serve)
 
 
@@ -70,7 +73,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         config = load_config(env)
         app_token, secret = _tokens(env)
-        store = Store(config.database_url)
+        store = Store(database_url(args.db, env))
         store.upgrade()
         client = slack_client(env)
         _check_bot_token(client)
@@ -92,6 +95,8 @@ def run_serve(args: argparse.Namespace) -> int:
         return EXIT_SETUP
     if digest is not None:
         digest.start()
+    flusher = flush_thread(state, stop)
+    flusher.start()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     threading.Thread(target=server.serve_forever, name="gpuwhy-http", daemon=True).start()
     mode = "Socket Mode" if handler is not None else f"HTTP, POST {EVENTS_PATH}"
@@ -101,10 +106,12 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         stop.wait()
     finally:
+        stop.set()  # also after Ctrl-C, so the background threads end
         server.shutdown()
         if handler is not None:
             handler.close()  # type: ignore[no-untyped-call]
-        state.close()  # answers already acked still go out, and get recorded
+        flusher.join()  # one retry at a time, in order
+        state.close()  # answers already acked still go out, get recorded, and so do the waiting
         _stop_source(source)
         store.close()
     return EXIT_OK

@@ -80,3 +80,13 @@ class DigestRun(Base):
     week_key: Mapped[str] = mapped_column(String(32))  # ISO week, e.g. "2026-W48"
     channel: Mapped[str] = mapped_column(String(64))
     claimed_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class SlackEvent(Base):
+    """An Events API delivery claimed by one replica; Slack's retries of it find the row."""
+
+    __tablename__ = "slack_events"
+    __table_args__ = (Index(None, "received_at"),)  # pruning deletes by age
+
+    event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime())

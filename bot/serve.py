@@ -1,5 +1,5 @@
 """Running the Slack app: HTTP (signed requests on /slack/events) or Socket Mode, health checks,
-and the weekly digest thread."""
+the weekly digest thread and the retry of unstored incidents."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from slack_sdk import WebClient
 
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
+from bot.listeners.state import BotState
 from bot.store import Store
 
 log = logging.getLogger(__name__)
@@ -23,6 +24,7 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
+FLUSH_INTERVAL_S = 60.0
 MAX_BODY = 1 << 20  # Slack payloads are far smaller
 TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
@@ -117,3 +119,18 @@ def digest_thread(store: Store, client: WebClient, schedule: DigestSchedule,
     scheduler = DigestScheduler(store, post, schedule)
     return threading.Thread(target=scheduler.run_forever, args=(stop,), name="gpuwhy-digest",
                             daemon=True)
+
+
+def flush_thread(state: BotState, stop: threading.Event,
+                 interval_s: float = FLUSH_INTERVAL_S) -> threading.Thread:
+    """Every ``interval_s`` until ``stop``, retry incidents the store could not take yet, so
+    a quiet bot does not keep them in memory only (a daemon thread, not started yet)."""
+
+    def run() -> None:
+        while not stop.wait(interval_s):
+            try:
+                state.flush()
+            except Exception:  # whatever it was, the next round tries again
+                log.exception("incident store: retrying waiting incidents failed")
+
+    return threading.Thread(target=run, name="gpuwhy-flush", daemon=True)

@@ -8,26 +8,28 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import threading
+import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import alembic.command
 import alembic.config
 import alembic.util
-from sqlalchemy import Engine, create_engine, delete, event, select, text
+from sqlalchemy import CursorResult, Engine, create_engine, delete, event, select, text
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 import migrations
 from bot.config import ConfigError, load_config
-from bot.models import DigestRun, Incident
+from bot.models import Base, DigestRun, Incident, SlackEvent
 from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,9 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
 # Any constant works; it only has to be the same for every gpuwhy replica.
 UPGRADE_LOCK_ID = 0x67707577
+# Slack retries a delivery within minutes; a day-old claim only takes up space.
+EVENT_RETENTION = timedelta(days=1)
+EVENT_PRUNE_INTERVAL = timedelta(hours=1)
 # Alembic keeps the running migration in module globals: one migration per process at a time.
 _MIGRATING = threading.Lock()
 
@@ -121,12 +126,27 @@ def _sqlite_engine(url: URL) -> Engine:
         cursor = dbapi_connection.cursor()
         # WAL lets readers and one writer work at once; the busy timeout makes writers queue
         # instead of failing with "database is locked".
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _enable_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     return engine
+
+
+def _enable_wal(cursor: Any) -> None:
+    """WAL is kept in the file, so only the first connections to a new file switch it; that
+    switch needs the file to themselves and SQLite answers "locked" at once, without waiting
+    for the busy timeout, when several processes open a new store together."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def alembic_config(connection: Connection) -> alembic.config.Config:
@@ -183,6 +203,7 @@ class Store:
         self.engine = make_engine(url)
         self.url = _safe(self.engine.url)
         self._sessions = sessionmaker(self.engine)
+        self._next_event_prune: datetime | None = None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -268,17 +289,40 @@ class Store:
         with self._failures("read incidents"), self._sessions() as session:
             return set(session.scalars(query))
 
-    def claim_digest(self, week_key: str, channel: str) -> bool:
-        """True for exactly one caller per (week, channel): that one posts the digest."""
-        run = DigestRun(week_key=week_key, channel=channel, claimed_at=datetime.now(UTC))
+    def _insert_once(self, row: Base, doing: str) -> bool:
+        """Add ``row``; False when its unique key is already taken (by any replica)."""
         try:
-            with self._failures("claim the digest"), self._sessions.begin() as session:
-                session.add(run)
+            with self._failures(doing), self._sessions.begin() as session:
+                session.add(row)
         except StoreError as exc:
             if isinstance(exc.__cause__, IntegrityError):
                 return False
             raise
         return True
+
+    def claim_digest(self, week_key: str, channel: str) -> bool:
+        """True for exactly one caller per (week, channel): that one posts the digest."""
+        run = DigestRun(week_key=week_key, channel=channel, claimed_at=datetime.now(UTC))
+        return self._insert_once(run, "claim the digest")
+
+    def claim_event(self, event_id: str, at: datetime | None = None) -> bool:
+        """True for exactly one caller per Slack event id: that one answers the event.
+
+        Claims older than EVENT_RETENTION are pruned first, at most once per
+        EVENT_PRUNE_INTERVAL in each process.
+        """
+        now = _utc(at)
+        if self._next_event_prune is None or now >= self._next_event_prune:
+            self.prune_events(now - EVENT_RETENTION)
+            self._next_event_prune = now + EVENT_PRUNE_INTERVAL
+        return self._insert_once(SlackEvent(event_id=event_id, received_at=now),
+                                 "claim a Slack event")
+
+    def prune_events(self, before: datetime) -> int:
+        """Forget event claims made before ``before``; returns how many."""
+        query = delete(SlackEvent).where(SlackEvent.received_at < _utc(before))
+        with self._failures("prune Slack event claims"), self._sessions.begin() as session:
+            return cast(CursorResult[Any], session.execute(query)).rowcount
 
     def release_digest(self, week_key: str, channel: str) -> None:
         """Give a claim back after a failed post, so the next attempt can send it."""

@@ -22,7 +22,7 @@ from bot.models import Base
 from bot.store import MIGRATIONS_DIR, Store, alembic_config
 from triage.verdict import Verdict
 
-TABLES = {"incidents", "digest_runs"}
+TABLES = {"incidents", "digest_runs", "slack_events"}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -53,6 +53,24 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     store.upgrade()  # a second start changes nothing
     assert tables(store) == TABLES
     assert revision(store) == head
+    store.close()
+
+
+def test_one_step_down_drops_only_the_event_claims(database_url: str) -> None:
+    store = Store(database_url)
+    store.upgrade()
+    store.record(Verdict("ml/a", "exhausted", "wait"), cluster="prod", asked_by="cli",
+                 source="cli", at=datetime(2026, 11, 23, tzinfo=UTC))
+    assert store.claim_event("Ev01") is True
+    with store.engine.begin() as connection:
+        alembic.command.downgrade(alembic_config(connection), "0001")
+    assert revision(store) == "0001"
+    assert tables(store) == TABLES - {"slack_events"}
+    store.upgrade()
+    assert tables(store) == TABLES
+    assert store.claim_event("Ev01") is True  # the claims went with their table
+    assert len(store.incidents_between(datetime(2026, 1, 1, tzinfo=UTC),
+                                       datetime(2027, 1, 1, tzinfo=UTC))) == 1
     store.close()
 
 

@@ -210,6 +210,7 @@ def test_store_failure_does_not_stop_the_reply(tmp_path: Path, slack: FakeSlack,
              content_type="application/json")
     replies = slack.wait_for("chat.postMessage", 2)
     wait_until(lambda: "not stored yet" in caplog.text or None)
+    assert "cannot claim event Ev-store, answering anyway" in caplog.text
     assert replies[1].params["thread_ts"] == ts
 
 

@@ -91,7 +91,8 @@ def test_golden_answer_reads_as_designed() -> None:
                       "value": "research/full"}],
     }
     texts = [b["text"]["text"] for b in blocks if b["type"] == "section"]
-    assert "*Nodes:* 6 nodes: 6 not fit (5 selector-mismatch, 1 exhausted), 0 fit" in texts
+    assert ("*Nodes:* 6 nodes: 6 not fit (5 selector-mismatch, 1 exhausted), 0 fit\n"
+            "`no available node, 6 nodes do not meet`") in texts
     assert any(t.startswith("*Scheduler:*\n> 0/6 nodes are available") for t in texts)
 
 
@@ -144,8 +145,8 @@ def test_hostile_strings_in_every_field_are_shown_literally() -> None:
     fallbacks = [verdict_text(verdict), devices_text(verdict, TRIAGED_AT)]
     assert_inert([*answer, *devices, *fallbacks])
     # Shown once per field: cause, ref, kind, action, evidence ×3, pods ×2, node summary,
-    # scheduler message, error.
-    assert "\n".join(answer).count(HOSTILE_SHOWN) == 12
+    # proposal summary, scheduler message, error.
+    assert "\n".join(answer).count(HOSTILE_SHOWN) == 13
     # cause, ref, node name, outcome, device type summary, detail, holders ×2, device code.
     assert "\n".join(devices).count(HOSTILE_SHOWN) == 9
     assert [text.count(HOSTILE_SHOWN) for text in fallbacks] == [4, 2]

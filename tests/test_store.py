@@ -141,7 +141,14 @@ def test_claim_digest_once_per_week_and_channel(store: Store) -> None:
     assert store.claim_digest("2026-W48", "C1") is True
 
 
-def test_racing_claims_one_winner(database_url: str) -> None:
+CLAIMS: dict[str, Callable[[Store], bool]] = {
+    "digest": lambda store: store.claim_digest("2026-W48", "C1"),
+    "slack event": lambda store: store.claim_event("Ev0GPU1"),
+}
+
+
+@pytest.mark.parametrize("claimed", CLAIMS)
+def test_racing_claims_one_winner(claimed: str, database_url: str) -> None:
     """Two replicas (two engines) and several threads each: one claim wins."""
     replicas = [Store(database_url), Store(database_url)]
     replicas[0].upgrade()
@@ -150,7 +157,7 @@ def test_racing_claims_one_winner(database_url: str) -> None:
 
     def claim(replica: Store) -> None:
         start.wait()
-        results.append(replica.claim_digest("2026-W48", "C1"))
+        results.append(CLAIMS[claimed](replica))
 
     threads = [threading.Thread(target=claim, args=(replicas[i % 2],)) for i in range(8)]
     for thread in threads:

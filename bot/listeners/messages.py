@@ -21,14 +21,23 @@ def register(app: App, state: BotState) -> None:
         if not thread_ts or thread_ts == message.get("ts"):
             return
         event_id = str(body.get("event_id", ""))
+        # Memory first: a retry reaching this replica again costs no database round trip.
         if event_id and not state.seen.first_time(event_id):
             log.info("event %s already handled (Slack retry)", event_id)
             return
         channel, user = str(message["channel"]), str(message.get("user", ""))
+
+        def reply() -> None:
+            # The store claim runs on the answer workers: a slow database must not hold
+            # bolt's threads, which ack the requests queued behind this one.
+            if event_id and not state.first_delivery(event_id):
+                log.info("event %s already claimed in the store (Slack retry)", event_id)
+                return
+            reply_with_devices(state, client, channel=channel, thread_ts=str(thread_ts),
+                               user=user)
+
         # Nobody to apologize to: a message event has no response_url; the failure is logged.
-        state.later(f"showing devices of {channel}/{thread_ts} for {user}",
-                    lambda: reply_with_devices(state, client, channel=channel,
-                                               thread_ts=str(thread_ts), user=user))
+        state.later(f"showing devices of {channel}/{thread_ts} for {user}", reply)
 
     # Any other message: acknowledged so Slack does not retry it, and otherwise ignored.
     @app.event("message")

@@ -126,11 +126,30 @@ class BotState:
 
         self.workers.submit(run)
 
+    def first_delivery(self, event_id: str) -> bool:
+        """False when a replica sharing the store (this one too) already claimed the event.
+
+        Without a store, or when it fails, True: only ``seen`` (this process) stops retries
+        then; a store outage may let another replica answer a retry again, but never leaves
+        an event unanswered.
+        """
+        if self.store is None:
+            return True
+        try:
+            return self.store.claim_event(event_id)
+        except StoreError as exc:
+            log.warning("incident store: cannot claim event %s, answering anyway: %s",
+                        event_id, exc)
+            return True
+
+    def flush(self) -> bool:
+        """Retry incidents the store could not take yet; True when none is left waiting."""
+        return self._recording is None or self._recording.flush()
+
     def close(self) -> None:
         """Finish the answers in flight, then retry incidents the store could not take yet."""
         self.workers.shutdown(wait=True)
-        if self._recording is not None:
-            self._recording.flush()
+        self.flush()
 
     def answer_for_thread(self, channel: str, thread_ts: str) -> PostedAnswer | None:
         """The gpuwhy answer that opened this thread, or None when it is not one of ours."""

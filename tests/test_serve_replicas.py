@@ -1,0 +1,67 @@
+"""Two `gpuwhy serve` replicas sharing one store: a Slack retry that reaches the other replica
+is not answered again."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
+from slackfake import FakeSlack
+from test_slack_app import (
+    CHANNEL,
+    ask,
+    dispatch,
+    event_body,
+    make_app,
+    simple_source,
+    wait_until,
+)
+
+from bot.store import Store
+
+JSON = "application/json"
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    fake = FakeSlack()
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def replicas(database_url: str) -> Iterator[tuple[Store, Store]]:
+    """Two stores on one database, as two serve processes open it."""
+    first, second = Store(database_url), Store(database_url)
+    first.upgrade()
+    yield first, second
+    first.close()
+    second.close()
+
+
+def test_a_retry_reaching_the_other_replica_is_not_answered_again(
+        replicas: tuple[Store, Store], slack: FakeSlack,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="bot.listeners.messages")
+    store_a, store_b = replicas
+    replica_a = make_app(slack, simple_source(), store=store_a)
+    replica_b = make_app(slack, simple_source(), store=store_b)
+    ask(replica_a, slack, "research/full")
+    ts = str(slack.wait_for("chat.postMessage")[0].answer["ts"])
+    wait_until(lambda: store_b.incident_for_thread(CHANNEL, ts))
+
+    body = event_body("show devices", thread_ts=ts, event_id="Ev0REPLICA")
+    assert dispatch(replica_a, body, content_type=JSON).status == 200
+    retry = {"x-slack-retry-num": "1", "x-slack-retry-reason": "http_timeout"}
+    assert dispatch(replica_b, body, content_type=JSON, extra=retry).status == 200
+    # Replica B does answer an event nobody claimed yet, in the same thread.
+    other = event_body("show devices", thread_ts=ts, event_id="Ev0OTHER")
+    assert dispatch(replica_b, other, content_type=JSON).status == 200
+    slack.wait_for("chat.postMessage", 3)
+    slack.settle(0.3)
+    replies = [call for call in slack.calls_to("chat.postMessage")
+               if call.params.get("thread_ts") == ts]
+    assert len(replies) == 2
+    assert "event Ev0REPLICA already claimed in the store" in caplog.text
