@@ -58,8 +58,9 @@ def register(subparsers: Any) -> None:
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db", metavar="URL",
-                        help="SQLAlchemy URL (default: GPUWHY_DATABASE_URL, else a SQLite file "
-                             "in the user data directory)")
+                        help="SQLAlchemy URL (default: GPUWHY_DATABASE_URL, else database_url "
+                             "in the GPUWHY_CONFIG file, else a SQLite file in the user data "
+                             "directory)")
 
 
 def _fail(command: str, message: object, code: int) -> int:
