@@ -12,6 +12,9 @@ import pytest
 
 from triage.snapshot import DUMP_FILES, Snapshot
 
+# The database_url (SQLite file and PostgreSQL), own_postgres and store fixtures.
+pytest_plugins = ("tests.pg",)
+
 SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 SCENARIO_NAMES = sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir())
 

@@ -22,6 +22,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from bot.store import Store
+
 REPO = Path(__file__).resolve().parents[1]
 PG_START = REPO / ".ci" / "pg-start"
 PG_STOP = REPO / ".ci" / "pg-stop"
@@ -130,3 +132,12 @@ def own_postgres_fixture() -> Iterator[OwnServer]:
     url, directory = started
     yield OwnServer(url, directory)
     _remove(directory)
+
+
+@pytest.fixture(name="store")
+def store_fixture(database_url: str) -> Iterator[Store]:
+    """A migrated store on each database backend."""
+    opened = Store(database_url)
+    opened.upgrade()
+    yield opened
+    opened.close()

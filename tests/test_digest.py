@@ -11,7 +11,6 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
 
 from bot.config import DigestSchedule
 from bot.digest import (

@@ -14,7 +14,6 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
 from sqlalchemy import inspect, text
 
 from bot.cli import main

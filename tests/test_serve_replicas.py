@@ -7,7 +7,6 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
 from slackfake import FakeSlack
 from test_slack_app import (
     CHANNEL,

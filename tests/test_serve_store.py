@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
 from slackfake import FakeSlack, ServeProcess, command_body
 from test_serve import SEVEN_STATES, environment, post_signed
 from test_serve_endpoint import FORM, post, serving, signed

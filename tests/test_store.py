@@ -5,18 +5,12 @@ from __future__ import annotations
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
-from pg import (
-    OwnServer,
-    database_url_fixture,  # noqa: F401  (the database_url fixture)
-    own_postgres_fixture,  # noqa: F401  (the own_postgres fixture)
-    without_server,
-)
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.engine import make_url
 
@@ -31,6 +25,7 @@ from bot.store import (
 from bot.store import (
     database_url as resolve_database_url,
 )
+from tests.pg import OwnServer, without_server
 from triage.verdict import Device, Evidence, NodeReport, Verdict
 
 T0 = datetime(2026, 11, 23, 9, 30, tzinfo=UTC)
@@ -44,14 +39,6 @@ def verdict(ref: str = "research/full", cause: str = "exhausted") -> Verdict:
             Device(uuid="GPU-1", index=0, type="NVIDIA A10", holders=["ml/train-a"])])],
         node_summary="1 node: 1 not fit (1 exhausted), 0 fit",
     )
-
-
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    opened = Store(database_url)
-    opened.upgrade()
-    yield opened
-    opened.close()
 
 
 def count_rows(store: Store) -> int:

@@ -4,25 +4,15 @@ Two replicas racing for one claim: tests/test_store.py, test_racing_claims_one_w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from pg import database_url_fixture  # noqa: F401  (the database_url fixture)
 from sqlalchemy import text
 
 from bot.store import Store, StoreError
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    opened = Store(database_url)
-    opened.upgrade()
-    yield opened
-    opened.close()
 
 
 def claimed(store: Store) -> list[str]:
