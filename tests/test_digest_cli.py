@@ -12,12 +12,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from slack_sdk import WebClient
-from slackfake import FakeSlack
 
 from bot.cli import main
 from bot.config import DigestSchedule, load_config
 from bot.digest import Blocks, DigestScheduler, last_full_week, stats_blocks, week_key
 from bot.store import Store
+from tests.slackfake import FakeSlack
 from triage.verdict import Verdict
 
 

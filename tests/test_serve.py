@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubeapi import FakeKubeAPI
-from slackfake import FakeSlack, ServeProcess, command_body, http, message_event, sign
+
+from tests.kubeapi import FakeKubeAPI
+from tests.slackfake import FakeSlack, ServeProcess, command_body, http, message_event, sign
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEVEN_STATES = str(FIXTURES / "scenarios" / "seven-states")

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from slackfake import FakeSlack, command_body, http, message_event, sign
 from test_slack_app import CHANNEL, SECRET, make_app, simple_source, web_calls
 
 from bot.app import bolt_app, slack_client
@@ -22,6 +21,7 @@ from bot.listeners.state import BotState
 from bot.serve import MAX_BODY, SlackHTTPServer, source_ready
 from bot.sources import SnapshotSource
 from bot.store import Store
+from tests.slackfake import FakeSlack, command_body, http, message_event, sign
 from triage.refs import PodRef
 from triage.verdict import Verdict
 

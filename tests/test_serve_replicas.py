@@ -7,7 +7,6 @@ import logging
 from collections.abc import Iterator
 
 import pytest
-from slackfake import FakeSlack
 from test_slack_app import (
     CHANNEL,
     ask,
@@ -19,6 +18,7 @@ from test_slack_app import (
 )
 
 from bot.store import Store
+from tests.slackfake import FakeSlack
 
 JSON = "application/json"
 

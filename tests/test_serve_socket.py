@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slackfake import (
+
+from tests.slackfake import (
     FakeSlack,
     FakeSocketMode,
     ServeProcess,
@@ -16,7 +17,6 @@ from slackfake import (
     command_payload,
     message_event,
 )
-
 from triage.refs import USAGE
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from slackfake import FakeSlack, ServeProcess, command_body
 from test_serve import SEVEN_STATES, environment, post_signed
 from test_serve_endpoint import FORM, post, serving, signed
 from test_slack_app import CHANNEL, SECRET, simple_source, wait_until
@@ -22,6 +21,7 @@ from bot.config import BotConfig
 from bot.listeners.state import BotState
 from bot.serve import flush_thread
 from bot.store import Store
+from tests.slackfake import FakeSlack, ServeProcess, command_body
 
 
 @pytest.fixture

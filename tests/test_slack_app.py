@@ -13,9 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubeapi import FakeKubeAPI
 from slack_bolt import App, BoltRequest, BoltResponse
-from slackfake import (
+
+from bot.app import create_app, slack_client
+from bot.config import BotConfig
+from bot.digest import stats_blocks, stats_text
+from bot.sources import LiveSource, SnapshotSource
+from bot.store import Store
+from tests.kubeapi import FakeKubeAPI
+from tests.slackfake import (
     FakeSlack,
     button_body,
     command_body,
@@ -23,12 +29,6 @@ from slackfake import (
     message_event,
     sign,
 )
-
-from bot.app import create_app, slack_client
-from bot.config import BotConfig
-from bot.digest import stats_blocks, stats_text
-from bot.sources import LiveSource, SnapshotSource
-from bot.store import Store
 from triage.errors import ClusterError
 from triage.refs import USAGE, PodRef
 from triage.verdict import Verdict

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slackfake import MAX_BUTTON_VALUE, block_kit_problems, live_mrkdwn
 
 from bot.blocks import (
     devices_blocks,
@@ -21,6 +20,7 @@ from bot.blocks import (
     verdict_text,
 )
 from bot.sources import SnapshotSource
+from tests.slackfake import MAX_BUTTON_VALUE, block_kit_problems, live_mrkdwn
 from triage.refs import parse_ref
 from triage.verdict import Device, Evidence, NodeReport, Verdict
 from triage.vocabulary import CAUSES
