@@ -33,9 +33,6 @@ _NO_NODE = re.compile(r"^no available node, (?P<nodes>\d+) nodes do not meet$")
 _CODE_ON_NODES = re.compile(r"^(?P<count>\d+) nodes (?P<code>\w+)\((?P<nodes>[^)]*)\)$")
 _LOCKED = re.compile(r"node (?P<node>\S+) has been locked within (?P<window>.+)$")
 _BOUND = re.compile(r"^Successfully binding node \[(?P<nodes>[^\]]*)\] to (?P<pod>\S+)$")
-_AVAILABLE = re.compile(r"^(?P<available>\d+)/(?P<total>\d+) nodes are available: (?P<rest>.*)$",
-                        re.DOTALL)
-_COUNTED = re.compile(r"^(?P<count>\d+) (?P<reason>.+)$", re.DOTALL)
 _DEVICE_ENTRY = re.compile(r"^(?P<cards>\d+)/(?P<total>\d+) (?P<code>\w+)$")
 
 
@@ -80,27 +77,6 @@ class BindingFailure:
 class BindingSuccess:
     nodes: list[str]
     pod: str  # "ns/name"
-
-
-@dataclass(frozen=True)
-class SchedulerReason:
-    count: int  # how many nodes gave this reason
-    reason: str
-    from_hami: bool  # text written by HAMi's filter (any era)
-
-
-@dataclass(frozen=True)
-class SchedulerMessage:
-    """kube-scheduler's ``0/N nodes are available: …`` split into its counted reasons."""
-
-    available: int
-    total: int
-    reasons: list[SchedulerReason]
-    postscript: str = ""  # what follows the reasons, e.g. the preemption summary
-
-    @property
-    def hami_reasons(self) -> list[SchedulerReason]:
-        return [r for r in self.reasons if r.from_hami]
 
 
 @dataclass(frozen=True)
@@ -173,37 +149,6 @@ def parse_node_reason(reason: str) -> list[tuple[int, int, str]]:
 
 def is_hami_node_text(reason: str) -> bool:
     return reason.strip() in HAMI_NODE_TEXTS or bool(parse_node_reason(reason))
-
-
-def parse_scheduler_message(message: str) -> SchedulerMessage | None:
-    """Split ``0/3 nodes are available: 1 node unregistered, 2 1/4 CardNotHealth, 3/4
-    CardTypeMismatch. preemption: …`` into counted reasons.
-
-    v2.10 puts HAMi's whole reason string in, and it has commas of its own: a piece that
-    does not start with a node count (``3/4 …`` does not) continues the reason before it.
-    """
-    match = _AVAILABLE.match(message.strip())
-    if match is None:
-        return None
-    rest = match["rest"]
-    cut = rest.find(". ")
-    body, postscript = (rest, "") if cut < 0 else (rest[:cut], rest[cut + 2:])
-    body = body.removesuffix(".")
-    grouped: list[list[str]] = []
-    for piece in body.split(", "):
-        if grouped and not piece.split(" ", 1)[0].isdigit():
-            grouped[-1].append(piece)
-        else:
-            grouped.append([piece])
-    reasons = []
-    for group in grouped:
-        counted = _COUNTED.match(", ".join(group))
-        if counted is not None:
-            text = counted["reason"]
-            reasons.append(SchedulerReason(count=int(counted["count"]), reason=text,
-                                           from_hami=is_hami_node_text(text)))
-    return SchedulerMessage(available=int(match["available"]), total=int(match["total"]),
-                            reasons=reasons, postscript=postscript.strip())
 
 
 def read_hami_events(events: Iterable[Mapping[str, Any]]) -> HamiEvents:

@@ -69,3 +69,24 @@ def test_counts_may_exceed_total() -> None:
 def test_not_a_scheduler_message() -> None:
     parsed = parse_failed_scheduling("no available node, 2 nodes do not meet")
     assert parsed.total is None and parsed.reasons == ()
+
+
+@pytest.mark.parametrize(("message", "expected"), [
+    ("0/3 nodes are available: 1 node unregistered, 2 NodeUnfitPod.",
+     [(1, "node unregistered", "extender"), (2, "NodeUnfitPod", "extender")]),
+    ("0/1 nodes are available: 1 node not fit pod.", [(1, "node not fit pod", "extender")]),
+    # HAMi v2.10 puts its whole reason string in, with commas of its own
+    ("0/3 nodes are available: 1 1/4 CardInsufficientCore, 1/4 CardNotHealth, "
+     "2/4 CardInsufficientMemory, 1 2/2 CardInsufficientMemory, 1 NodeInsufficientDevice. "
+     "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+     [(1, "1/4 CardInsufficientCore, 1/4 CardNotHealth, 2/4 CardInsufficientMemory",
+       "extender"), (1, "2/2 CardInsufficientMemory", "extender"),
+      (1, "NodeInsufficientDevice", "extender")]),
+])
+def test_hami_extender_entries(message: str, expected: list[tuple[int, str, str]]) -> None:
+    assert [(r.count, r.text, r.kind) for r in parse_failed_scheduling(message).reasons] \
+        == expected
+
+
+def test_kube_scheduler_reasons_are_not_hami_ones() -> None:
+    assert "extender" not in {r.kind for r in parse_failed_scheduling(V136).reasons}

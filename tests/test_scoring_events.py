@@ -13,13 +13,11 @@ from scoring.events import (
     CodeOnNodes,
     FilteringSucceeded,
     NoNodeFits,
-    SchedulerReason,
     parse_binding_failed,
     parse_binding_succeeded,
     parse_filtering_failed,
     parse_filtering_succeeded,
     parse_node_reason,
-    parse_scheduler_message,
     read_hami_events,
     scheduler_scores,
 )
@@ -131,54 +129,6 @@ def test_events_k8s_io_note_field_is_read() -> None:
 
 
 # -- kube-scheduler quoting the extender -------------------------------------------------------
-
-
-def test_node_unregistered_and_node_unfit_pod() -> None:
-    parsed = parse_scheduler_message("0/3 nodes are available: 1 node unregistered, "
-                                     "2 NodeUnfitPod.")
-    assert parsed is not None
-    assert (parsed.available, parsed.total) == (0, 3)
-    assert parsed.reasons == [SchedulerReason(1, "node unregistered", True),
-                              SchedulerReason(2, "NodeUnfitPod", True)]
-
-
-def test_v2_5_node_not_fit_pod() -> None:
-    parsed = parse_scheduler_message("0/1 nodes are available: 1 node not fit pod.")
-    assert parsed is not None and parsed.hami_reasons == [SchedulerReason(1, "node not fit pod",
-                                                                          True)]
-
-
-def test_v2_10_full_reason_strings_with_their_own_commas() -> None:
-    parsed = parse_scheduler_message(
-        "0/3 nodes are available: 1 1/4 CardInsufficientCore, 1/4 CardNotHealth, "
-        "2/4 CardInsufficientMemory, 1 2/2 CardInsufficientMemory, 1 NodeInsufficientDevice. "
-        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
-    assert parsed is not None
-    assert parsed.reasons == [
-        SchedulerReason(1, "1/4 CardInsufficientCore, 1/4 CardNotHealth, "
-                           "2/4 CardInsufficientMemory", True),
-        SchedulerReason(1, "2/2 CardInsufficientMemory", True),
-        SchedulerReason(1, "NodeInsufficientDevice", True)]
-    assert parsed.postscript.startswith("preemption: 0/3 nodes are available")
-
-
-def test_kube_scheduler_reasons_are_not_hami_ones() -> None:
-    parsed = parse_scheduler_message(
-        "0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 1 node(s) had untolerated "
-        "taint(s), 4 node(s) didn't match Pod's node affinity/selector. no new claims to "
-        "deallocate, preemption: 0/6 nodes are available: 6 Preemption is not helpful for "
-        "scheduling.")
-    assert parsed is not None
-    assert [(r.count, r.reason, r.from_hami) for r in parsed.reasons] == [
-        (1, "Insufficient nvidia.com/gpu", False),
-        (1, "node(s) had untolerated taint(s)", False),
-        (4, "node(s) didn't match Pod's node affinity/selector", False)]
-    assert parsed.hami_reasons == []
-    assert parsed.postscript.startswith("no new claims to deallocate")
-
-
-def test_scheduler_message_that_is_not_a_fit_error() -> None:
-    assert parse_scheduler_message("running PreBind plugin \"VolumeBinding\": timed out") is None
 
 
 def test_parse_node_reason() -> None:

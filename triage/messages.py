@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scoring.events import is_hami_node_text
 from triage.snapshot import K8sObject
 
 _HEAD = re.compile(r"^\s*0/(?P<total>\d+) nodes are available:\s*(?P<body>.*)$", re.S)
@@ -88,8 +89,10 @@ def _split_entries(text: str) -> list[str]:
     entries.append("".join(current).strip())
     merged: list[str] = []
     for entry in entries:
-        # 1.18-1.24: "had taint {k: v}, that the pod didn't tolerate" holds its own comma.
-        if merged and entry.startswith("that the pod"):
+        # Every entry starts with its node count; a piece without one continues the entry
+        # before it: 1.18-1.24's "had taint {k: v}, that the pod didn't tolerate", HAMi
+        # v2.10's "1 1/4 CardNotHealth, 3/4 CardTypeMismatch".
+        if merged and not _COUNTED.match(entry):
             merged[-1] += ", " + entry
         elif entry:
             merged.append(entry)
@@ -112,7 +115,7 @@ def classify_reason(text: str) -> str:
         return "pods"
     if "preemption" in lowered:
         return "preemption"
-    if "node unregistered" in lowered or "nodeunfitpod" in lowered or "node not fit pod" in lowered:
+    if is_hami_node_text(text):
         return "extender"
     return "other"
 

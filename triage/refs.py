@@ -75,10 +75,6 @@ def _take_namespace_flag(words: list[str]) -> tuple[str | None, list[str]]:
     return namespace, rest
 
 
-def _has_kind(word: str) -> bool:
-    return word.lower().startswith(_KIND_PREFIXES)
-
-
 def _strip_kind(word: str) -> str:
     lowered = word.lower()
     for prefix in _KIND_PREFIXES:
