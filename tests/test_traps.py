@@ -439,3 +439,29 @@ def test_answer_does_not_depend_on_list_order(seven_states: Lists) -> None:
     seven_states["events"].reverse()
     seven_states["pods"].reverse()
     assert answer(seven_states, "research/big") == forward
+
+
+def test_suspended_job_says_so(seven_states: Lists) -> None:
+    seven_states["events"] = []
+    seven_states["resourcequotas"] = []
+    find(seven_states["workloads"], "finetune", "ml")["spec"]["suspend"] = True
+    verdict = answer(seven_states, "ml/finetune")
+    assert verdict.cause == "pod-not-found" and "is suspended" in verdict.action
+    assert verdict.evidence[0].field == "spec.suspend"
+
+
+def test_deployment_scaled_to_zero_says_so(seven_states: Lists) -> None:
+    seven_states["events"] = []
+    vllm = find(seven_states["workloads"], "vllm", "infer")
+    vllm["spec"]["replicas"] = 0
+    vllm["spec"]["template"]["spec"]["runtimeClassName"] = "runc-gpu"
+    for workload in seven_states["workloads"]:
+        workload["status"].pop("conditions", None)
+    verdict = answer(seven_states, "infer/vllm")
+    assert verdict.cause == "pod-not-found" and "scaled to 0" in verdict.action
+
+
+def test_suspended_job_with_a_full_quota_is_not_rejected_yet(seven_states: Lists) -> None:
+    seven_states["events"] = []  # the quota is still full, but nothing tries to create pods
+    find(seven_states["workloads"], "finetune", "ml")["spec"]["suspend"] = True
+    assert answer(seven_states, "ml/finetune").cause == "pod-not-found"

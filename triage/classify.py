@@ -141,7 +141,9 @@ def check_quota(subject: Subject) -> Finding | None:
     workload = subject.workload
     label = admission.workload_label(workload)
     rejected = admission.quota_rejection(admission.rejections(subject.snapshot, workload))
-    shortfalls = admission.quota_shortfalls(subject.snapshot, subject.ref.namespace, subject.spec)
+    # From state only while the controller is trying to create pods (not suspended, not done).
+    shortfalls = admission.quota_shortfalls(subject.snapshot, subject.ref.namespace,
+                                            subject.spec) if admission.wanted_pods(workload) else []
     if rejected is None and not shortfalls:
         return None
     evidence = []
@@ -178,7 +180,8 @@ def check_runtimeclass(subject: Subject) -> Finding | None:
         admission.rejections(subject.snapshot, subject.workload))
     wanted = subject.spec.get("runtimeClassName")
     existing = admission.runtimeclass_names(subject.snapshot)
-    missing_now = bool(wanted) and wanted not in existing
+    missing_now = (bool(wanted) and wanted not in existing
+                   and admission.wanted_pods(subject.workload) > 0)
     if rejected is None and not missing_now:
         return None
     name = rejected[1] if rejected is not None and not missing_now else str(wanted)
@@ -195,10 +198,18 @@ def check_runtimeclass(subject: Subject) -> Finding | None:
 def check_pod_not_found(subject: Subject) -> Finding:
     if subject.workload is not None:
         label = admission.workload_label(subject.workload)
-        return Finding(Cause.POD_NOT_FOUND,
-                       f"{label} exists but has no pods and no admission error on record: it may "
-                       "be suspended, finished, or scaled to 0. Check its status and events.",
-                       [Evidence(label, "pods", "none")])
+        spec = subject.workload.get("spec") or {}
+        if spec.get("suspend"):
+            why, field, value = (f"{label} is suspended, so it has no pods: resume it, or wait "
+                                 "for the queue controller that suspended it (e.g. Kueue) to "
+                                 "admit it."), "spec.suspend", "true"
+        elif admission.wanted_pods(subject.workload) == 0:
+            why, field, value = (f"{label} wants no pods now (finished, or scaled to 0): "
+                                 "check its status."), "spec / status", "0 pods wanted"
+        else:
+            why, field, value = (f"{label} exists but has no pods and no admission error on "
+                                 "record. Check its status and events."), "pods", "none"
+        return Finding(Cause.POD_NOT_FOUND, why, [Evidence(label, field, value)])
     return Finding(Cause.POD_NOT_FOUND,
                    f"no pod, workload or event named {subject.ref} exists. Check the name and "
                    f"namespace (kubectl -n {subject.ref.namespace} get pods,jobs,deployments); "
