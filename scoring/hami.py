@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from triage.objects import is_terminated
 from triage.quantity import QuantityError, parse_quantity
-from triage.snapshot import is_terminated
 from triage.verdict import Device
 
 REGISTER_KEYS = ("hami.io/node-nvidia-register", "4pd.io/node-nvidia-register")

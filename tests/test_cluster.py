@@ -16,8 +16,9 @@ from bot.sources import LiveSource, SnapshotSource
 from tests.kubeapi import FakeKubeAPI, forbidden_status, make_certificates, status_body
 from triage.cluster import kubeconfig_namespace, load_api_client, read_snapshot
 from triage.errors import ClusterError
+from triage.objects import is_terminated
 from triage.refs import PodRef
-from triage.snapshot import DUMP_FILES, Snapshot, is_terminated
+from triage.snapshot import DUMP_FILES, Snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCENARIOS = FIXTURES / "scenarios"

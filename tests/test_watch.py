@@ -15,8 +15,9 @@ from bot.sources import LiveSource, WatchSource
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
 from triage.cluster import IndexedSnapshot, load_api_client, read_snapshot
 from triage.errors import ClusterError
+from triage.objects import is_terminated, object_key
 from triage.refs import PodRef
-from triage.snapshot import Snapshot, is_terminated, object_key
+from triage.snapshot import Snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEVEN = FIXTURES / "scenarios" / "seven-states"

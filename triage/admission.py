@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import effective_request, pod_name
 from triage.quantity import QuantityError, parse_quantity
-from triage.snapshot import K8sObject, Snapshot, is_terminated, object_key
+from triage.snapshot import Snapshot
 
 _QUOTA_TEXT = re.compile(
     r"(?:exceeded quota|Exceeded quota): (?P<quota>[^,]+), requested: (?P<requested>[^ ]+?),?"

@@ -37,6 +37,7 @@ from triage.nodes import (
     taint_text,
     untolerated_taints,
 )
+from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import (
     effective_request,
     gpu_related_resources,
@@ -46,16 +47,9 @@ from triage.pods import (
 )
 from triage.quantity import QuantityError, parse_quantity
 from triage.refs import PodRef
-from triage.snapshot import (
-    WORKLOAD_KINDS,
-    K8sObject,
-    Snapshot,
-    event_time,
-    is_terminated,
-    object_key,
-)
+from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
 from triage.verdict import Device, Evidence, NodeReport, Verdict
-from triage.vocabulary import CAUSES, FIT, NODE_UNREGISTERED, Cause
+from triage.vocabulary import CAUSE_ORDER, CAUSES, FIT, NODE_UNREGISTERED, Cause
 
 
 class When(Enum):
@@ -476,10 +470,10 @@ def explain_exhausted(subject: Subject, dropped: list[tuple[K8sObject, str]]) ->
 
 
 def _fits_gpu_wise(subject: Subject, node: K8sObject | None) -> bool:
+    """Would the node pass the funnel's filters from taints to exhausted (the selector aside)?"""
     if node is None:
         return False
-    steps = (drop_taint, drop_no_gpu_node, drop_allocatable_zero, drop_too_large, drop_exhausted)
-    return all(step(subject, node) is None for step in steps)
+    return all(step.drop(subject, node) is None for step in _GPU_WISE_FILTERS)
 
 
 def drop_device_unfit(subject: Subject, node: K8sObject) -> str | None:
@@ -668,6 +662,10 @@ _CHECKS: dict[Cause, Check] = {
 }
 
 PIPELINE: tuple[Check, ...] = tuple(_CHECKS[info.cause] for info in CAUSES)
+_GPU_WISE_FILTERS = tuple(
+    check for check in PIPELINE if isinstance(check, NodeFilter)
+    and CAUSE_ORDER[Cause.TAINT_UNTOLERATED] <= CAUSE_ORDER[check.cause]
+    <= CAUSE_ORDER[Cause.EXHAUSTED])
 
 
 def run_pipeline(subject: Subject) -> Finding:

@@ -52,15 +52,10 @@ from kubernetes.config import ConfigException, load_kube_config
 from kubernetes.config.incluster_config import InClusterConfigLoader
 
 from triage.errors import ClusterError
+from triage.objects import K8sObject, is_terminated, object_key
+from triage.pods import sum_requests
 from triage.refs import PodRef
-from triage.snapshot import (
-    WORKLOAD_KINDS,
-    K8sObject,
-    Snapshot,
-    is_terminated,
-    object_key,
-    sum_requests,
-)
+from triage.snapshot import WORKLOAD_KINDS, Snapshot
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)

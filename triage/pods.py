@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
 from triage.config import TriageConfig
+from triage.objects import K8sObject, is_terminated, object_key
 from triage.quantity import QuantityError, parse_quantity
-from triage.snapshot import K8sObject, is_terminated, object_key
 
 
 def pod_name(pod: Mapping[str, Any]) -> str:
@@ -98,3 +99,16 @@ def holders(pods: Iterable[K8sObject], resource: str) -> list[tuple[K8sObject, i
         if amount:
             held.append((pod, amount))
     return held
+
+
+def sum_requests(pods: Iterable[K8sObject]) -> dict[str, Decimal]:
+    """Effective requests per resource summed over ``pods``, and their number as "pods"."""
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    count = 0
+    for pod in pods:
+        count += 1
+        spec = pod.get("spec", {})
+        for name in resource_names(spec):
+            totals[name] += effective_request(spec, name)
+    totals["pods"] = Decimal(count)
+    return dict(totals)

@@ -16,7 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-K8sObject = dict[str, Any]
+from triage.objects import K8sObject, is_terminated, object_key
+from triage.pods import holders, sum_requests
 
 # file name -> Snapshot attribute; the dump format of `gpuwhy snapshot` and of the scenarios
 DUMP_FILES: dict[str, str] = {
@@ -30,21 +31,10 @@ DUMP_FILES: dict[str, str] = {
 
 # In the order a bare name is resolved: the object a person most likely created first.
 WORKLOAD_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class SnapshotError(Exception):
     """A dump directory that cannot be read; the message names the file."""
-
-
-def is_terminated(pod: Mapping[str, Any]) -> bool:
-    """Succeeded and Failed pods hold no resources; Pending and Terminating ones do."""
-    return pod.get("status", {}).get("phase") in TERMINAL_PHASES
-
-
-def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
-    meta = obj.get("metadata", {})
-    return meta.get("namespace", "") or "", meta.get("name", "") or ""
 
 
 @dataclass(frozen=True)
@@ -167,8 +157,6 @@ class Snapshot:
         key = (node_name, resource)
         cached = self._holders_by_node.get(key)
         if cached is None:
-            from triage.pods import holders
-
             cached = holders(self.pods_on(node_name), resource)
             self._holders_by_node[key] = cached
         return cached
@@ -206,21 +194,6 @@ def event_time(event: Mapping[str, Any]) -> str:
               (event.get("series") or {}).get("lastObservedTime"),
               event.get("firstTimestamp"), event.get("metadata", {}).get("creationTimestamp"))
     return max((str(s)[:19] for s in stamps if s), default="")
-
-
-def sum_requests(pods: Iterable[K8sObject]) -> dict[str, Decimal]:
-    # Imported here: triage.pods imports this module for is_terminated.
-    from triage.pods import effective_request, resource_names
-
-    totals: dict[str, Decimal] = defaultdict(Decimal)
-    count = 0
-    for pod in pods:
-        count += 1
-        spec = pod.get("spec", {})
-        for name in resource_names(spec):
-            totals[name] += effective_request(spec, name)
-    totals["pods"] = Decimal(count)
-    return dict(totals)
 
 
 def _read_list(path: Path) -> list[K8sObject]:
