@@ -6,15 +6,18 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Any
 
 from slack_bolt import App
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from bot.config import BotConfig
 from bot.listeners import register_listeners
 from bot.listeners.state import BotState, utc_now
+from bot.metrics import SLACK_API_ERRORS
 from bot.sources import TriageSource
 from bot.store import Store
 
@@ -26,6 +29,20 @@ SLACK_LOG.addFilter(
     lambda record: record.getMessage() != warning_client_prioritized_and_token_skipped())
 
 
+class CountedWebClient(WebClient):
+    """A WebClient that counts failed calls in gpuwhy_slack_api_errors by method and error."""
+
+    def api_call(self, api_method: str, **kwargs: Any) -> Any:
+        try:
+            return super().api_call(api_method, **kwargs)
+        except SlackApiError as exc:
+            SLACK_API_ERRORS.labels(api_method, str(exc.response.get("error") or "unknown")).inc()
+            raise
+        except (SlackClientError, OSError):
+            SLACK_API_ERRORS.labels(api_method, "unreachable").inc()
+            raise
+
+
 def slack_client(environ: Mapping[str, str] | None = None) -> WebClient:
     """A Web API client with the bot token from SLACK_BOT_TOKEN; SLACK_API_URL overrides the base.
 
@@ -33,7 +50,7 @@ def slack_client(environ: Mapping[str, str] | None = None) -> WebClient:
     """
     environ = os.environ if environ is None else environ
     base_url = environ.get("SLACK_API_URL") or WebClient.BASE_URL
-    client = WebClient(token=environ.get("SLACK_BOT_TOKEN"),
+    client = CountedWebClient(token=environ.get("SLACK_BOT_TOKEN"),
                        base_url=base_url if base_url.endswith("/") else base_url + "/")
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     return client

@@ -15,6 +15,7 @@ from bot.cli_cluster import add_cluster_options
 from bot.cli_store import add_db_option
 from bot.config import ConfigError, load_config
 from bot.digest import digest_text, load_digest, load_timezone, week_start
+from bot.metrics import ANSWERS
 from bot.render import render_text
 from bot.sources import LiveSource, SnapshotSource, TriageSource
 from bot.store import RecordingStore, Store, StoreError, database_url
@@ -25,6 +26,7 @@ from triage.snapshot import SnapshotError
 from triage.verdict import Verdict
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREADABLE = 0, 2, 3
+CLI_SOURCE = "cli"
 
 
 def register(subparsers: Any) -> None:
@@ -70,6 +72,7 @@ def run_triage(args: argparse.Namespace) -> int:
         verdict = source.triage(ref)
     except (SnapshotError, ClusterError) as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
+    ANSWERS.labels(verdict.cause, CLI_SOURCE).inc()
     if args.format == "json":
         print(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -91,6 +94,10 @@ def demo_directory() -> Path:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    try:
+        tz = load_timezone(load_config().digest.timezone)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
     directory = demo_directory()
     source = SnapshotSource(directory)
     expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
@@ -105,7 +112,6 @@ def run_demo(args: argparse.Namespace) -> int:
     if not args.no_record:
         store = _record(args.db, verdicts, source.cluster)
         if store is not None:
-            tz = load_timezone(load_config().digest.timezone)
             now = datetime.now(UTC)
             print(f"Recorded {len(verdicts)} answers in {store.url}; this week so far:\n")
             print(digest_text(load_digest(store, week_start(now, tz), tz)).rstrip("\n"))
@@ -122,7 +128,7 @@ def _record(db: str | None, verdicts: list[Verdict], cluster: str) -> Store | No
         return None
     recorder = RecordingStore(store)
     for verdict in verdicts:
-        recorder.record(verdict, cluster=cluster, asked_by="cli", source="cli")
+        recorder.record(verdict, cluster=cluster, asked_by="cli", source=CLI_SOURCE)
     if not recorder.flush():
         print("gpuwhy: not recorded: the incident store refused the write", file=sys.stderr)
         return None

@@ -1,25 +1,50 @@
-"""Bot settings: from the environment, optionally a JSON/YAML file named by GPUWHY_CONFIG.
+"""Bot settings: one checked schema for the config file (YAML/JSON named by GPUWHY_CONFIG) and
+the environment variables that override it.
 
-Tokens and secrets are read from the environment only, never from a file in the repo.
+The schema is the dataclasses below; pydantic checks a file against them (types, ranges, unknown
+keys) and every problem becomes one line naming the key and the value. A new section is a frozen
+dataclass with ``__pydantic_config__ = STRICT_SECTION`` and one field on BotConfig; a new
+environment variable is one line in ENVIRONMENT. A value that may take two shapes (a list, or
+a mapping) is a union with a callable ``Discriminator`` picking the shape, so a mistake is
+described against the shape that was written, not against both.
+
+Tokens and secrets are read from the environment only, never from a config file.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
 import yaml
+from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
-from triage.config import DEFAULT_GPU_RESOURCES, POLICIES, TriageConfig
+from triage.config import DEFAULT_GPU_RESOURCES, TriageConfig
+
+# Unknown keys are errors; numbers must be numbers (YAML's "9" is a string, not an hour).
+STRICT_SECTION = ConfigDict(extra="forbid", frozen=True)
+
+ENVIRONMENT = {  # variable -> the config key it sets (the variable wins over the file)
+    "GPUWHY_CLUSTER": "cluster",
+    "GPUWHY_DATABASE_URL": "database_url",
+    "GPUWHY_DIGEST_CHANNEL": "digest.channel",
+}
+# Keys whose value may hold a password: errors name them without the value.
+SECRET_KEYS = frozenset({"database_url"})
+MISSING = frozenset({"missing", "missing_keyword_argument", "missing_argument"})
+MAX_SHOWN_VALUE = 60
 
 
 class ConfigError(ValueError):
-    pass
+    """The configuration is unusable; str() is one line for the terminal."""
 
 
 def default_database_url() -> str:
@@ -27,21 +52,74 @@ def default_database_url() -> str:
     return f"sqlite:///{data_dir / 'gpuwhy.db'}"
 
 
+# Value types ------------------------------------------------------------------------------
+
+
+def _matching(pattern: str, what: str) -> AfterValidator:
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.fullmatch(value):
+            raise ValueError(f"not {what}")
+        return value
+
+    return AfterValidator(check)
+
+
+def _timezone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError("not an IANA timezone name (e.g. Europe/Berlin, UTC)") from None
+    return name
+
+
+Text = Annotated[str, Field(min_length=1)]
+Integer = Annotated[int, Strict()]
+# Slack ids: C… public, G… private (older), D… direct messages. Names ("#support") never match
+# the channel id Slack sends, so they would silently refuse every command.
+ChannelId = Annotated[str, _matching(r"[CGD][A-Z0-9]+", "a Slack channel id (C0123ABCD)")]
+# The digest is posted with chat.postMessage, which also takes a channel's name.
+DigestChannel = Annotated[str, _matching(r"[CGD][A-Z0-9]+|#[a-z0-9][-_a-z0-9]{0,79}",
+                                         "a Slack channel id (C0123ABCD) or #name")]
+Namespace = Annotated[str, _matching(r"\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+                                     'a namespace name or "*"')]
+# An extended resource name (domain/name), glob patterns allowed: nvidia.com/mig-*.
+ResourceName = Annotated[str, _matching(r"[A-Za-z0-9*]([-A-Za-z0-9.*]*[A-Za-z0-9*])?"
+                                        r"/[A-Za-z0-9*]([-A-Za-z0-9_.*]*[A-Za-z0-9*])?",
+                                        "a resource name such as nvidia.com/gpu")]
+Timezone = Annotated[str, AfterValidator(_timezone)]
+
+
+# Sections -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TriageSettings(TriageConfig):
+    """TriageConfig with its values checked."""
+
+    __pydantic_config__ = STRICT_SECTION
+    gpu_resources: Annotated[tuple[ResourceName, ...], Field(min_length=1)] = (
+        DEFAULT_GPU_RESOURCES)
+
+
 @dataclass(frozen=True)
 class DigestSchedule:
-    channel: str | None = None
-    weekday: int = 0  # Monday
-    hour: int = 9
-    timezone: str = "UTC"
+    __pydantic_config__ = STRICT_SECTION
+    channel: DigestChannel | None = None
+    weekday: Annotated[Integer, Field(ge=0, le=6)] = 0  # Monday
+    hour: Annotated[Integer, Field(ge=0, le=23)] = 9
+    timezone: Timezone = "UTC"
 
 
 @dataclass(frozen=True)
 class BotConfig:
-    cluster: str = "default"
-    database_url: str = field(default_factory=default_database_url)
-    triage: TriageConfig = field(default_factory=TriageConfig)
+    __pydantic_config__ = STRICT_SECTION
+    cluster: Text = "default"
+    database_url: Text = field(default_factory=default_database_url)
+    triage: TriageSettings = field(default_factory=TriageSettings)
     # channel id -> namespaces it may describe ("*" = all). Empty mapping: every channel, all.
-    channels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    channels: Mapping[ChannelId, tuple[Namespace, ...]] = field(default_factory=dict)
     digest: DigestSchedule = field(default_factory=DigestSchedule)
 
     def channel_allowed(self, channel: str) -> bool:
@@ -54,36 +132,112 @@ class BotConfig:
         return "*" in allowed or namespace in allowed
 
 
+_SCHEMA: TypeAdapter[BotConfig] = TypeAdapter(BotConfig)
+
+
+# Loading ------------------------------------------------------------------------------------
+
+
 def load_config(environ: Mapping[str, str] | None = None) -> BotConfig:
+    """The checked configuration; ConfigError (one line) names every key that is wrong."""
     env = os.environ if environ is None else environ
-    data: dict[str, Any] = {}
-    if path := env.get("GPUWHY_CONFIG"):
-        data = _read_file(Path(path))
+    path = env.get("GPUWHY_CONFIG")
+    data = _read_file(Path(path)) if path else {}
+    from_env = _apply_environment(data, env)
     try:
-        triage_data = data.get("triage", {})
-        policy = str(triage_data.get("node_policy", "binpack"))
-        if policy not in POLICIES:
-            raise ConfigError(f"triage.node_policy must be one of {', '.join(POLICIES)}")
-        digest_data = data.get("digest", {})
-        return BotConfig(
-            cluster=env.get("GPUWHY_CLUSTER") or str(data.get("cluster", "default")),
-            database_url=env.get("GPUWHY_DATABASE_URL")
-            or str(data.get("database_url") or default_database_url()),
-            triage=TriageConfig(
-                gpu_resources=tuple(triage_data.get("gpu_resources", DEFAULT_GPU_RESOURCES)),
-                node_policy=policy,
-            ),
-            channels={str(c): tuple(str(n) for n in ns)
-                      for c, ns in (data.get("channels") or {}).items()},
-            digest=DigestSchedule(
-                channel=env.get("GPUWHY_DIGEST_CHANNEL") or digest_data.get("channel"),
-                weekday=int(digest_data.get("weekday", 0)),
-                hour=int(digest_data.get("hour", 9)),
-                timezone=str(digest_data.get("timezone", "UTC")),
-            ),
-        )
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise ConfigError(f"config {env.get('GPUWHY_CONFIG', '(environment)')}: {exc}") from exc
+        return _SCHEMA.validate_python(data)
+    except ValidationError as exc:
+        problems = dict.fromkeys(_describe(error, data, from_env) for error in exc.errors())
+        raise ConfigError(f"config {path or '(environment)'}: {'; '.join(problems)}") from None
+
+
+def _apply_environment(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:
+    """Set the keys the environment overrides; returns key -> variable for the error lines."""
+    used = {}
+    for variable, key in ENVIRONMENT.items():
+        value = env.get(variable)
+        if not value:
+            continue
+        *sections, last = key.split(".")
+        target = data
+        for section in sections:
+            nested = target.setdefault(section, {})
+            if not isinstance(nested, dict):  # the file's own error is reported instead
+                break
+            target = nested
+        else:
+            target[last] = value
+            used[key] = variable
+    return used
+
+
+def _describe(error: ErrorDetails, data: object, from_env: Mapping[str, str]) -> str:
+    loc = _key_path(error["loc"], data, missing=error["type"] in MISSING)
+    if error["loc"][-1:] == ("[key]",):  # a mapping's key is wrong, not its value
+        return f"{'.'.join(loc[:-1])}: key {_shown(error['input'])}: {_reason(error)}"
+    key = ".".join(loc) or "(top level)"
+    if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+        return f"{key}: unknown key"
+    if error["type"] in MISSING:
+        return f"{key}: missing (required)"
+    name = f"{from_env[key]} ({key})" if key in from_env else key
+    if key.split(".")[0] in SECRET_KEYS:
+        return f"{name}: {_reason(error)}"
+    return f"{name} = {_shown(error['input'])}: {_reason(error)}"
+
+
+def _key_path(loc: tuple[str | int, ...], data: object, *, missing: bool) -> list[str]:
+    """The keys of ``loc`` as written in the file: pydantic also names the tried member of a
+    union (and "[key]"), which are not keys of the data. A missing key is the last one."""
+    path = []
+    for index, part in enumerate(loc):
+        within = (part in data if isinstance(data, dict) else
+                  isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data))
+        if within:
+            data = data[part]  # type: ignore[index]
+        elif not (missing and index == len(loc) - 1):
+            continue
+        path.append(str(part))
+    return path
+
+
+def _reason(error: ErrorDetails) -> str:
+    kind, value = error["type"], error["input"]
+    if kind in ("tuple_type", "list_type") and isinstance(value, str):
+        return f"must be a list, not a string (write [{value}])"
+    if kind == "dict_type":
+        return "must be a mapping (key: value)"
+    if kind in ("tuple_type", "list_type"):
+        return "must be a list"
+    if kind == "int_type":
+        return "must be a whole number"
+    if kind == "string_type":
+        return "must be a string"
+    if kind == "literal_error":
+        return f"must be one of {error.get('ctx', {}).get('expected', '')}".replace("'", "")
+    if kind in ("greater_than_equal", "less_than_equal"):
+        return _range(error)
+    if kind == "too_short":
+        return "must not be empty"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "value_error":
+        return str(error.get("ctx", {}).get("error", error["msg"]))
+    if kind in ("dataclass_type", "dataclass_args_type", "model_type"):
+        return "must be a section (a mapping of keys)"
+    return str(error["msg"]).lower()
+
+
+def _range(error: ErrorDetails) -> str:
+    ctx = error.get("ctx", {})
+    if "ge" in ctx:
+        return f"must be at least {ctx['ge']}"
+    return f"must be at most {ctx['le']}"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= MAX_SHOWN_VALUE else text[:MAX_SHOWN_VALUE - 1] + "…"
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -91,7 +245,9 @@ def _read_file(path: Path) -> dict[str, Any]:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise ConfigError(f"config {path}: cannot read: {exc}") from exc
+        raise ConfigError(f"config {path}: cannot read: {' '.join(str(exc).split())}") from None
+    if data is None:  # an empty file: every default
+        return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"config {path}: expected a mapping at the top level")
+        raise ConfigError(f"config {path}: expected a mapping of keys at the top level")
     return data

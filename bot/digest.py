@@ -29,6 +29,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot import render
 from bot.blocks import escape_mrkdwn
 from bot.config import DigestSchedule
+from bot.metrics import DIGEST_POSTS
 from bot.store import Store, StoredIncident, one_line
 from triage.verdict import Verdict
 from triage.vocabulary import CAUSE_ORDER, FIT, NODE_UNREGISTERED, Cause
@@ -359,12 +360,15 @@ def post_once(store: Store, digest: Digest, channel: str, post: Post) -> bool:
     The claim comes first, so racing replicas post once; a failed post gives it back.
     """
     if not store.claim_digest(digest.key, channel):
+        DIGEST_POSTS.labels("already-posted").inc()
         return False
     try:
         post(channel, digest_text(digest), digest_blocks(digest))
     except Exception:
+        DIGEST_POSTS.labels("failed").inc()
         store.release_digest(digest.key, channel)
         raise
+    DIGEST_POSTS.labels("posted").inc()
     return True
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
 from kubernetes.client import ApiClient
 
+from bot.metrics import TRIAGE_SECONDS
 from scoring.summary import log_lines
 from triage.classify import triage
 from triage.cluster import (
@@ -34,9 +36,12 @@ class TriageSource(Protocol):
         ...
 
 
-def logged(verdict: Verdict) -> Verdict:
-    """Log the per-node facts at the two levels of HAMi's event-log proposal, with pod and
-    node on every line: INFO NodeUnfitPod / NodeFitPod, DEBUG one line per device."""
+def answered(reader: str, answer: Callable[[], Verdict]) -> Verdict:
+    """Run one triage, timed per reader (gpuwhy_triage_duration_seconds), and log the per-node
+    facts at the two levels of HAMi's event-log proposal, with pod and node on every line:
+    INFO NodeUnfitPod / NodeFitPod, DEBUG one line per device."""
+    with TRIAGE_SECONDS.labels(reader).time():
+        verdict = answer()
     for level, line in log_lines(verdict.ref, verdict.nodes):
         log.log(level, line)
     return verdict
@@ -51,7 +56,7 @@ class SnapshotSource:
         self.config = config
 
     def triage(self, ref: PodRef) -> Verdict:
-        return logged(triage(self.snapshot, ref, self.config))
+        return answered("snapshot", lambda: triage(self.snapshot, ref, self.config))
 
 
 class LiveSource:
@@ -74,8 +79,12 @@ class LiveSource:
         self.timeout = timeout
 
     def triage(self, ref: PodRef) -> Verdict:
-        snapshot = read_snapshot(self.api_client, ref, self.page_size, self.timeout, self.cluster)
-        return logged(triage(snapshot, ref, self.config))
+        def answer() -> Verdict:
+            snapshot = read_snapshot(self.api_client, ref, self.page_size, self.timeout,
+                                     self.cluster)
+            return triage(snapshot, ref, self.config)
+
+        return answered("live", answer)
 
 
 class WatchSource:
@@ -114,4 +123,5 @@ class WatchSource:
         return self.cache.wait_ready(timeout)
 
     def triage(self, ref: PodRef) -> Verdict:
-        return logged(triage(self.cache.snapshot_for(ref, self.cluster), ref, self.config))
+        return answered("watch", lambda: triage(self.cache.snapshot_for(ref, self.cluster), ref,
+                                                self.config))

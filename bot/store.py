@@ -29,6 +29,7 @@ from sqlalchemy.orm import sessionmaker
 
 import migrations
 from bot.config import ConfigError, load_config
+from bot.metrics import STORE_WRITES_FAILED
 from bot.models import Base, DigestRun, Incident, SlackEvent
 from triage.verdict import Verdict
 
@@ -411,11 +412,17 @@ class RecordingStore:
                 return exc
 
     def _write(self, incident: _PendingIncident) -> int:
-        return self.store.record(
-            incident.verdict, cluster=incident.cluster, asked_by=incident.asked_by,
-            source=incident.source, channel=incident.channel, message_ts=incident.message_ts,
-            at=incident.at,
-        )
+        try:
+            return self.store.record(
+                incident.verdict, cluster=incident.cluster, asked_by=incident.asked_by,
+                source=incident.source, channel=incident.channel, message_ts=incident.message_ts,
+                at=incident.at,
+            )
+        except DuplicateThreadError:
+            raise
+        except StoreError:
+            STORE_WRITES_FAILED.inc()
+            raise
 
     def _keep(self, incident: _PendingIncident, error: StoreError) -> None:
         with self._lock:

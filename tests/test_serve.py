@@ -110,7 +110,9 @@ def test_serve_setup_problems_are_one_line(overrides: dict[str, str], args: list
 
 
 @pytest.mark.parametrize(("config", "message"), [
-    ("triage:\n  node_policy: fastest\n", "triage.node_policy must be one of binpack, spread"),
+    ("triage:\n  node_policy: fastest\n",
+     "triage.node_policy = 'fastest': must be one of binpack or spread"),
+    ("triage:\n  gpu_resources: nvidia.com/gpu\n", "triage.gpu_resources = 'nvidia.com/gpu'"),
     ("channels: [\n", "cannot read"),
 ])
 def test_serve_with_a_bad_config_file_is_one_line(config: str, message: str, tmp_path: Path,

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Literal, get_args
 
 DEFAULT_GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu")
 # HAMi's sharing resources: kube-scheduler ignores them, only HAMi's filter checks them.
 HAMI_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage")
-POLICIES = ("binpack", "spread")
+Policy = Literal["binpack", "spread"]
+POLICIES: tuple[Policy, ...] = get_args(Policy)
 
 
 @dataclass(frozen=True)
 class TriageConfig:
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
-    node_policy: str = "binpack"
+    node_policy: Policy = "binpack"
 
     def is_gpu_resource(self, name: str) -> bool:
         """A schedulable GPU resource (counted by kube-scheduler), glob patterns allowed."""

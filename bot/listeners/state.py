@@ -14,6 +14,7 @@ from slack_bolt import Respond
 
 from bot.config import BotConfig
 from bot.listeners.replies import APOLOGY
+from bot.metrics import ANSWERS
 from bot.sources import TriageSource
 from bot.store import RecordingStore, Store, StoreError
 from triage.verdict import Verdict
@@ -97,6 +98,7 @@ class BotState:
         self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
         log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
                  channel, message_ts)
+        ANSWERS.labels(verdict.cause, SLACK_SOURCE).inc()
         if self._recording is not None:
             self._recording.record(verdict, cluster=self.source.cluster, asked_by=asked_by,
                                    source=SLACK_SOURCE, channel=channel, message_ts=message_ts,

@@ -1,0 +1,107 @@
+"""gpuwhy's Prometheus metrics: one registry, served on /metrics by `gpuwhy serve`.
+
+Every metric gpuwhy exports is defined here, on REGISTRY (not the client library's global
+registry, so nothing else in the process leaks into the page). Values that are a reading of
+some object at scrape time (the watch cache, the incidents waiting for the store) are
+registered as readings by whoever owns the object; the rest are counters and histograms
+that the call sites move.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+REGISTRY = CollectorRegistry()
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+ANSWERS = Counter(
+    "gpuwhy_answers", "Answers given, by cause word and where they were asked (slack, cli)",
+    ["cause", "source"], registry=REGISTRY)
+TRIAGE_SECONDS = Histogram(
+    "gpuwhy_triage_duration_seconds",
+    "Time to answer one ref: reading the cluster and classifying, by reader "
+    "(snapshot, live, watch)",
+    ["reader"], registry=REGISTRY,
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0))
+KUBERNETES_REQUESTS = Counter(
+    "gpuwhy_kubernetes_api_requests",
+    "Requests to the Kubernetes API server, by resource and HTTP status code "
+    "(code 0: no response)",
+    ["resource", "code"], registry=REGISTRY)
+SLACK_API_ERRORS = Counter(
+    "gpuwhy_slack_api_errors",
+    "Slack Web API calls that failed, by method and Slack's error (unreachable: no answer)",
+    ["method", "error"], registry=REGISTRY)
+STORE_WRITES_FAILED = Counter(
+    "gpuwhy_store_writes_failed",
+    "Incident writes the store refused (each is kept and retried)", registry=REGISTRY)
+DIGEST_POSTS = Counter(
+    "gpuwhy_digest_posts",
+    "Weekly digest posts, by result (posted, already-posted, failed)",
+    ["result"], registry=REGISTRY)
+
+
+@dataclass(frozen=True)
+class CacheReading:
+    """The watch cache at scrape time."""
+
+    age_seconds: float | None  # since the API server was last heard from; None: never
+    objects: Mapping[str, int] = field(default_factory=dict)  # kind (nodes, pods) -> count
+
+
+class _Readings(Collector):
+    """Gauges read from live objects at scrape time; an unregistered reading is left out."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cache: Callable[[], CacheReading] | None = None
+        self._waiting: Callable[[], int] | None = None
+
+    def watch_cache(self, read: Callable[[], CacheReading] | None) -> None:
+        with self._lock:
+            self._cache = read
+
+    def incidents_waiting(self, read: Callable[[], int] | None) -> None:
+        with self._lock:
+            self._waiting = read
+
+    def describe(self) -> Iterator[Metric]:
+        return iter(())  # the families depend on what is registered at scrape time
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            cache, waiting = self._cache, self._waiting
+        if waiting is not None:
+            yield GaugeMetricFamily(
+                "gpuwhy_incidents_waiting",
+                "Answers given but not stored yet (the store refused them; retried)",
+                value=waiting())
+        if cache is None:
+            return
+        reading = cache()
+        if reading.age_seconds is not None:
+            yield GaugeMetricFamily(
+                "gpuwhy_watch_cache_age_seconds",
+                "Seconds since the watch cache last heard from the API server",
+                value=reading.age_seconds)
+        objects = GaugeMetricFamily("gpuwhy_watch_cache_objects",
+                                    "Objects held in the watch cache, by kind", labels=["kind"])
+        for kind, count in sorted(reading.objects.items()):
+            objects.add_metric([kind], count)
+        yield objects
+
+
+READINGS = _Readings()
+REGISTRY.register(READINGS)
+
+
+def page() -> bytes:
+    """The /metrics page in Prometheus' text format (CONTENT_TYPE)."""
+    return generate_latest(REGISTRY)

@@ -1,0 +1,139 @@
+"""The config schema: every mistake is one line naming the key and the value, at start-up."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.cli import main
+from bot.config import BotConfig, ConfigError, DigestSchedule, load_config
+from tests.conftest import SCENARIOS
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+SEVEN = str(SCENARIOS / "seven-states")
+
+
+def _load(tmp_path: Path, text: str, **environ: str) -> BotConfig:
+    path = tmp_path / "gpuwhy.yaml"
+    path.write_text(text, encoding="utf-8")
+    return load_config({"GPUWHY_CONFIG": str(path), **environ})
+
+
+def _error(tmp_path: Path, text: str, **environ: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path, text, **environ)
+    message = str(caught.value)
+    assert "\n" not in message
+    prefix = f"config {tmp_path / 'gpuwhy.yaml'}: "
+    assert message.startswith(prefix)
+    return message.removeprefix(prefix)
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    # A string where a list belongs used to be read letter by letter.
+    ('triage:\n  gpu_resources: "nvidia.com/gpu"\n',
+     "triage.gpu_resources = 'nvidia.com/gpu': must be a list, not a string "
+     "(write [nvidia.com/gpu])"),
+    ("channels: {C1: research}\n",
+     "channels.C1 = 'research': must be a list, not a string (write [research])"),
+    ("digest: {weekday: 9, hour: 30}\n",
+     "digest.weekday = 9: must be at most 6; digest.hour = 30: must be at most 23"),
+    ("digest: {weekday: -1}\n", "digest.weekday = -1: must be at least 0"),
+    ('digest: {hour: "9"}\n', "digest.hour = '9': must be a whole number"),
+    ("digest: {hour: true}\n", "digest.hour = True: must be a whole number"),
+    ("digest: {timezone: Mars/Olympus}\n",
+     "digest.timezone = 'Mars/Olympus': not an IANA timezone name (e.g. Europe/Berlin, UTC)"),
+    ("digest: {timezone: ../../etc/passwd}\n",
+     "digest.timezone = '../../etc/passwd': not an IANA timezone name (e.g. Europe/Berlin, "
+     "UTC)"),
+    ('digest: {channel: "gpu help"}\n',
+     "digest.channel = 'gpu help': not a Slack channel id (C0123ABCD) or #name"),
+    ("digest: 3\n", "digest = 3: must be a section (a mapping of keys)"),
+    ("cluster: prod\nclusterr: prod\n", "clusterr: unknown key"),
+    ("digest: {weekdays: 1}\n", "digest.weekdays: unknown key"),
+    ("triage: {node_policy: fastest}\n",
+     "triage.node_policy = 'fastest': must be one of binpack or spread"),
+    ("triage: {gpu_resources: []}\n", "triage.gpu_resources = []: must not be empty"),
+    ("triage: {gpu_resources: [nvidia.com/gpu, gpu]}\n",
+     "triage.gpu_resources.1 = 'gpu': not a resource name such as nvidia.com/gpu"),
+    ("channels: [C1]\n", "channels = ['C1']: must be a mapping (key: value)"),
+    ('channels: {"#gpu-help": ["*"]}\n',
+     "channels: key '#gpu-help': not a Slack channel id (C0123ABCD)"),
+    ("channels: {C1: [Research]}\n",
+     "channels.C1.0 = 'Research': not a namespace name or \"*\""),
+    ("cluster: 7\n", "cluster = 7: must be a string"),
+])
+def test_each_mistake_names_the_key_and_the_value(text: str, problem: str,
+                                                  tmp_path: Path) -> None:
+    assert _error(tmp_path, text) == problem
+
+
+def test_a_database_url_error_does_not_show_the_value(tmp_path: Path) -> None:
+    assert _error(tmp_path, "database_url: {password: hunter2}\n") == (
+        "database_url: must be a string")
+
+
+def test_environment_values_are_checked_and_named(tmp_path: Path) -> None:
+    problem = _error(tmp_path, "digest: {weekday: 1}\n", GPUWHY_CLUSTER="prod",
+                     GPUWHY_DIGEST_CHANNEL="gpu help")
+    assert problem == ("GPUWHY_DIGEST_CHANNEL (digest.channel) = 'gpu help': not a Slack "
+                       "channel id (C0123ABCD) or #name")
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    config = _load(tmp_path, "cluster: from-file\ndigest: {channel: C0FILE, hour: 7}\n",
+                   GPUWHY_CLUSTER="from-env", GPUWHY_DIGEST_CHANNEL="C0ENV",
+                   GPUWHY_DATABASE_URL="sqlite:////tmp/env.db")
+    assert (config.cluster, config.digest.channel, config.digest.hour, config.database_url) == (
+        "from-env", "C0ENV", 7, "sqlite:////tmp/env.db")
+
+
+def test_the_environment_alone_is_a_configuration() -> None:
+    config = load_config({"GPUWHY_DIGEST_CHANNEL": "C0ENV"})
+    assert config.digest.channel == "C0ENV" and config.cluster == "default"
+    assert config.triage.gpu_resources == ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu")
+
+
+def test_an_empty_file_means_every_default(tmp_path: Path) -> None:
+    config = _load(tmp_path, "")
+    assert config == BotConfig()
+
+
+def test_a_list_at_the_top_level_is_one_line(tmp_path: Path) -> None:
+    assert _error(tmp_path, "- cluster\n") == "expected a mapping of keys at the top level"
+
+
+def test_readme_example_is_valid(tmp_path: Path) -> None:
+    section = README.read_text(encoding="utf-8").split("## Configuration", 1)[1]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match is not None
+    data = yaml.safe_load(match.group(1))
+    config = _load(tmp_path, match.group(1))
+    assert config.channels == {k: tuple(v) for k, v in data["channels"].items()}
+    assert config.digest == DigestSchedule(**data["digest"])
+    assert config.triage.gpu_resources == tuple(data["triage"]["gpu_resources"])
+
+
+@pytest.mark.parametrize("argv", [
+    ["triage", "research/ok", "--snapshot", SEVEN],
+    ["demo", "--no-record"],
+    ["stats"],
+    ["digest"],
+    ["db", "upgrade"],
+])
+def test_every_command_that_reads_the_config_stops_with_one_line(
+        argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "gpuwhy.yaml"
+    path.write_text("triage:\n  gpu_resources: nvidia.com/gpu\n", encoding="utf-8")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(path))
+    monkeypatch.setenv("GPUWHY_DATABASE_URL", f"sqlite:///{tmp_path / 'store.db'}")
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
+    assert "triage.gpu_resources = 'nvidia.com/gpu': must be a list" in captured.err
+    assert not (tmp_path / "store.db").exists()
