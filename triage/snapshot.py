@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from triage.nodetable import NodeInfo, node_table
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import holders, sum_requests
 
@@ -129,6 +130,15 @@ class Snapshot:
     def _nodes_by_name(self) -> dict[str, K8sObject]:
         return {node["metadata"]["name"]: node for node in self.nodes}
 
+    @cached_property
+    def node_table(self) -> tuple[NodeInfo, ...]:
+        """One row per node, by name: what the funnel reads off each node."""
+        return node_table(self.nodes)
+
+    @cached_property
+    def _node_infos_by_name(self) -> dict[str, NodeInfo]:
+        return {info.name: info for info in self.node_table}
+
     # -- lookups --------------------------------------------------------------------
 
     def pod(self, namespace: str, name: str) -> K8sObject | None:
@@ -136,6 +146,9 @@ class Snapshot:
 
     def node(self, name: str) -> K8sObject | None:
         return self._nodes_by_name.get(name)
+
+    def node_info(self, name: str) -> NodeInfo | None:
+        return self._node_infos_by_name.get(name)
 
     def pods_on(self, node_name: str) -> list[K8sObject]:
         """Every pod bound to the node, terminated ones included (callers filter)."""

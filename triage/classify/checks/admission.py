@@ -1,0 +1,91 @@
+"""The pod object is absent: rejected at creation (quota, RuntimeClass), or never there."""
+
+from __future__ import annotations
+
+from triage import admission
+from triage.classify.subject import Finding, Subject, num
+from triage.verdict import Evidence
+from triage.vocabulary import Cause
+
+
+def check_quota(subject: Subject) -> Finding | None:
+    if subject.workload is None:
+        return None
+    workload = subject.workload
+    label = admission.workload_label(workload)
+    rejected = admission.quota_rejection(admission.rejections(subject.snapshot, workload))
+    # From state only while the controller is trying to create pods (not suspended, not done).
+    shortfalls = admission.quota_shortfalls(subject.snapshot, subject.ref.namespace,
+                                            subject.spec) if admission.wanted_pods(workload) else []
+    if rejected is None and not shortfalls:
+        return None
+    evidence = []
+    action_parts = []
+    for short in shortfalls:
+        holders_text = ", ".join(admission.quota_holders(subject.snapshot, subject.ref.namespace,
+                                                         short.key)[:5]) or "no running pod"
+        evidence.append(Evidence(f"ResourceQuota {short.quota}",
+                                 f"status.hard/used[{short.key}]",
+                                 f"hard {num(short.hard)}, used {num(short.used)}, "
+                                 f"one pod asks {num(short.asked)}"))
+        action_parts.append(f"quota {short.quota} is full: {short.key} "
+                            f"{num(short.used)}/{num(short.hard)} used ({holders_text}). "
+                            f"The {workload.get('kind')} asks {num(short.asked)} per pod")
+    if rejected is not None:
+        rejection, parts = rejected
+        evidence.append(Evidence(rejection.source, rejection.field, rejection.message))
+        if not action_parts:
+            quota = parts.get("quota", "?")
+            detail = parts.get("detail") or (f"requested {parts.get('requested')}, used "
+                                             f"{parts.get('used')}, limited {parts.get('limited')}")
+            action_parts.append(f"quota {subject.ref.namespace}/{quota} rejects the pods: {detail}")
+    action = ("; ".join(action_parts)
+              + f"; its pods are rejected at creation (FailedCreate on {label}). "
+              "Raise the quota or free usage.")
+    return Finding(Cause.QUOTA_EXCEEDED, action, evidence)
+
+
+def check_runtimeclass(subject: Subject) -> Finding | None:
+    if subject.workload is None:
+        return None
+    label = admission.workload_label(subject.workload)
+    rejected = admission.runtimeclass_rejection(
+        admission.rejections(subject.snapshot, subject.workload))
+    wanted = subject.spec.get("runtimeClassName")
+    existing = admission.runtimeclass_names(subject.snapshot)
+    missing_now = (bool(wanted) and wanted not in existing
+                   and admission.wanted_pods(subject.workload) > 0)
+    if rejected is None and not missing_now:
+        return None
+    name = rejected[1] if rejected is not None and not missing_now else str(wanted)
+    evidence = [Evidence(label, "spec.template.spec.runtimeClassName", str(wanted or "(unset)")),
+                Evidence("RuntimeClasses", "metadata.name", ", ".join(existing) or "none")]
+    if rejected is not None:
+        evidence.append(Evidence(rejected[0].source, rejected[0].field, rejected[0].message))
+    others = f" (existing: {', '.join(existing)})" if existing else " (the cluster has none)"
+    action = (f"{label} uses runtimeClassName {name}, but no RuntimeClass {name} exists{others}. "
+              f"Create RuntimeClass {name} or fix the name in the template.")
+    return Finding(Cause.RUNTIMECLASS_MISSING, action, evidence)
+
+
+def check_pod_not_found(subject: Subject) -> Finding:
+    if subject.workload is not None:
+        label = admission.workload_label(subject.workload)
+        spec = subject.workload.get("spec") or {}
+        if spec.get("suspend"):
+            why, field, value = (f"{label} is suspended, so it has no pods: resume it, or wait "
+                                 "for the queue controller that suspended it (e.g. Kueue) to "
+                                 "admit it."), "spec.suspend", "true"
+        elif admission.wanted_pods(subject.workload) == 0:
+            why, field, value = (f"{label} wants no pods now (finished, or scaled to 0): "
+                                 "check its status."), "spec / status", "0 pods wanted"
+        else:
+            why, field, value = (f"{label} exists but has no pods and no admission error on "
+                                 "record. Check its status and events."), "pods", "none"
+        return Finding(Cause.POD_NOT_FOUND, why, [Evidence(label, field, value)])
+    return Finding(Cause.POD_NOT_FOUND,
+                   f"no pod, workload or event named {subject.ref} exists. Check the name and "
+                   f"namespace (kubectl -n {subject.ref.namespace} get pods,jobs,deployments); "
+                   "events expire after an hour, so an old rejection leaves no trace.",
+                   [Evidence(f"namespace {subject.ref.namespace}", "pods, workloads, events",
+                             f"nothing named {subject.ref.name}")])

@@ -1,0 +1,66 @@
+"""The pod is bound: the node failed to start it, or all is well at scheduling level."""
+
+from __future__ import annotations
+
+from triage.classify.subject import Finding, Subject
+from triage.objects import object_key
+from triage.snapshot import Snapshot
+from triage.verdict import Evidence
+from triage.vocabulary import Cause
+
+
+def check_node_runtime_error(subject: Subject) -> Finding | None:
+    pod = subject.pod
+    assert pod is not None
+    status = pod.get("status") or {}
+    node = subject.spec.get("nodeName", "")
+    if status.get("phase") in ("Running", "Succeeded"):
+        return None  # its containers started: older sandbox errors are history
+    if status.get("reason") == "UnexpectedAdmissionError":
+        return _runtime_finding(subject, "status.reason", f"UnexpectedAdmissionError: "
+                                f"{status.get('message', '')}", "the device plugin on "
+                                f"{node} could not hand out the devices the scheduler counted")
+    for event in subject.events:
+        message = str(event.get("message", ""))
+        if event.get("reason") == "UnexpectedAdmissionError" or (
+                event.get("reason") == "FailedCreatePodSandBox" and "runtime" in message.lower()):
+            return _runtime_finding(subject, f"event {event.get('reason')}", message,
+                                    f"the kubelet on {node} failed to start the pod")
+    handler = _runtime_handler(subject.snapshot, subject.spec.get("runtimeClassName"))
+    node_object = subject.snapshot.node(node)
+    if handler and node_object is not None:
+        runtime_handlers = node_object.get("status", {}).get("runtimeHandlers") or []
+        handlers = [h.get("name") for h in runtime_handlers]
+        if handlers and handler not in handlers:
+            return _runtime_finding(subject, f"Node/{node} status.runtimeHandlers",
+                                    ", ".join(h or '""' for h in handlers),
+                                    f"{node}'s container runtime has no handler {handler} "
+                                    f"(RuntimeClass {subject.spec.get('runtimeClassName')})")
+    return None
+
+
+def _runtime_handler(snapshot: Snapshot, runtime_class: object) -> str | None:
+    for rc in snapshot.runtimeclasses:
+        if object_key(rc)[1] == runtime_class:
+            return str(rc.get("handler", ""))
+    return None
+
+
+def _runtime_finding(subject: Subject, source: str, value: str, what: str) -> Finding:
+    node = subject.spec.get("nodeName", "")
+    return Finding(Cause.NODE_RUNTIME_ERROR,
+                   f"{subject.label} is bound to {node}, but {what}. Repair the node (container "
+                   f"runtime handler, driver, device plugin), then delete the pod so it is "
+                   "recreated.",
+                   [Evidence(f"Pod {subject.label}", source, value),
+                    Evidence(f"Pod {subject.label}", "spec.nodeName", node)])
+
+
+def check_scheduled(subject: Subject) -> Finding:
+    node = subject.spec.get("nodeName", "")
+    phase = (subject.pod or {}).get("status", {}).get("phase", "Pending")
+    return Finding(Cause.SCHEDULED,
+                   f"{subject.label} is bound to {node} (phase {phase}). Nothing is wrong at "
+                   "scheduling level: look at the pod's logs and container statuses.",
+                   [Evidence(f"Pod {subject.label}", "spec.nodeName", node),
+                    Evidence(f"Pod {subject.label}", "status.phase", phase)])

@@ -1,0 +1,142 @@
+"""GPUs as extended resources (kube-scheduler's NodeResourcesFit, for the GPU resources).
+
+In the funnel's order: the node reports the resource at all (no-gpu-node), offers some
+(allocatable-zero), would have enough when empty (too-large), has enough free (exhausted).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from triage.classify.checks.selector import selector_text
+from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
+from triage.nodes import labels, status_amount
+from triage.nodetable import NodeInfo
+from triage.objects import is_terminated
+from triage.pods import effective_request, pod_name
+from triage.verdict import Evidence
+from triage.vocabulary import CAUSE_ORDER, Cause
+
+
+def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
+    # Capacity 0 is what the kubelet leaves when a device plugin unregisters.
+    missing = [r for r in subject.gpu if not status_amount(node.raw, "capacity", r)]
+    return f"no {', '.join(missing)} in status.capacity" if missing else None
+
+
+def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
+    resource = primary(subject)
+    parts = []
+    for node, _ in dropped:
+        product = labels(node.raw).get("nvidia.com/gpu.product")
+        hint = f" although its GFD labels say {product}" if product else ""
+        parts.append(f"{node.name}{hint}")
+    return Finding(Cause.NO_GPU_NODE,
+                   f"no matching node reports {resource} in status.capacity: "
+                   f"{'; '.join(parts)}. The device plugin is not registered there: restore the "
+                   f"device plugin on {', '.join(n.name for n, _ in dropped)}.",
+                   [Evidence(f"Node/{n.name}", f"status.capacity[{resource}]",
+                             str(status_amount(n.raw, "capacity", resource) or "absent"))
+                    for n, _ in dropped[:5]])
+
+
+def drop_allocatable_zero(subject: Subject, node: NodeInfo) -> str | None:
+    zero = [r for r in subject.gpu if status_amount(node.raw, "allocatable", r) in (None, 0)]
+    if not zero:
+        return None
+    return ", ".join(f"{r} capacity {status_amount(node.raw, 'capacity', r)}, allocatable 0"
+                     for r in zero)
+
+
+def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
+    return Finding(Cause.ALLOCATABLE_ZERO,
+                   f"{'; '.join(f'{n.name}: {why}' for n, why in dropped)}. The GPUs exist "
+                   "but the node offers none: repair the node (driver, device plugin, validator); "
+                   "adding nodes won't help.",
+                   [Evidence(f"Node/{n.name}", f"status.allocatable[{primary(subject)}]",
+                             why) for n, why in dropped[:5]])
+
+
+def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
+    short = [(r, status_amount(node.raw, "allocatable", r) or 0, n) for r, n in subject.gpu.items()
+             if (status_amount(node.raw, "allocatable", r) or 0) < n]
+    return ", ".join(f"{r} allocatable {a} < request {n}" for r, a, n in short) or None
+
+
+def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
+    resource, request = primary(subject), subject.gpu[primary(subject)]
+    largest = max(dropped, key=lambda d: status_amount(d[0].raw, "allocatable", resource) or 0)
+    big_elsewhere = [r for r in subject.reports.values()
+                     if r.outcome in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)
+                     and (status_amount(subject.snapshot.node(r.name) or {}, "allocatable",
+                                        resource) or 0) >= request]
+    blocked = ""
+    if big_elsewhere:
+        blocked = " " + "; ".join(f"{r.name} has enough but is excluded ({r.outcome}: {r.detail})"
+                                  for r in big_elsewhere[:3]) + "."
+    return Finding(Cause.TOO_LARGE,
+                   f"no node you can use has {request} {resource}: the largest is "
+                   f"{largest[0].name} with "
+                   f"{status_amount(largest[0].raw, 'allocatable', resource) or 0}.{blocked} Split "
+                   "the job or get a bigger node (or access to one); waiting never helps.",
+                   [Evidence(f"Pod {subject.label}", f"effective request {resource}",
+                             str(request))]
+                   + [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}]", why)
+                      for n, why in dropped[:5]])
+
+
+def _free(subject: Subject, node: NodeInfo, resource: str) -> int:
+    allocatable = status_amount(node.raw, "allocatable", resource) or 0
+    used = int(subject.snapshot.requested_on(node.name).get(resource, Decimal(0)))
+    return allocatable - used
+
+
+def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
+    short = []
+    for resource, request in subject.gpu.items():
+        free = _free(subject, node, resource)
+        if free < request:
+            allocatable = status_amount(node.raw, "allocatable", resource) or 0
+            short.append(f"{allocatable - free}/{allocatable} {resource} held")
+    return "; ".join(short) or None
+
+
+def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:
+    held = subject.snapshot.holders_on(node.name, resource)
+    return ", ".join(pod_name(p) for p, _ in held[:4]) + (
+        f" +{len(held) - 4} more" if len(held) > 4 else "")
+
+
+def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
+    resource = primary(subject)
+    finished = []
+    for node, _ in dropped[:3]:  # the nodes the action names
+        finished += [pod_name(p) for p in subject.snapshot.pods_on(node.name)
+                     if is_terminated(p) and effective_request(p.get("spec", {}), resource) > 0]
+    done = (f" ({' and '.join(finished[:4])} {'are' if len(finished) > 1 else 'is'} finished and "
+            "hold nothing)") if finished else ""
+    alternative = next((r for r in subject.reports.values()
+                        if r.outcome == Cause.SELECTOR_MISMATCH
+                        and fits_gpu_wise(subject, subject.snapshot.node_info(r.name))), None)
+    elsewhere = ""
+    if alternative is not None:
+        other = subject.snapshot.node_info(alternative.name)
+        assert other is not None  # fits_gpu_wise found it
+        elsewhere = (f", or relax {selector_text(subject.spec)}: {alternative.name} has "
+                     f"{_free(subject, other, resource)} free")
+    held = "; ".join(f"{n.name} has {why} by {_held_by(subject, n, resource)}"
+                     for n, why in dropped[:3])
+    return Finding(Cause.EXHAUSTED,
+                   f"{held}{done}. Wait for them to finish{elsewhere}; or add capacity.",
+                   [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}] − requests",
+                             f"{why} by {_held_by(subject, n, resource)}")
+                    for n, why in dropped[:5]])
+
+
+def fits_gpu_wise(subject: Subject, node: NodeInfo | None) -> bool:
+    """Would the node pass the funnel's filters from taints to exhausted (the selector aside)?"""
+    if node is None:
+        return False
+    return all(check.drop(subject, node) is None for check in subject.checks
+               if isinstance(check, NodeFilter) and CAUSE_ORDER[Cause.TAINT_UNTOLERATED]
+               <= CAUSE_ORDER[check.cause] <= CAUSE_ORDER[Cause.EXHAUSTED])

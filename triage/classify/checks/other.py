@@ -1,0 +1,95 @@
+"""GPU-wise a node fits, yet the pod waits: cpu / memory / pod count (the rest of
+NodeResourcesFit), a DRA claim, or something the scheduler names."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidence
+from triage.config import TriageConfig
+from triage.messages import latest_scheduling_failure, parse_failed_scheduling, scheduler_spoke
+from triage.nodetable import NodeInfo
+from triage.pods import effective_request, resource_claims
+from triage.quantity import QuantityError, parse_quantity
+from triage.verdict import Evidence
+from triage.vocabulary import Cause
+
+_NON_GPU = ("cpu", "memory", "ephemeral-storage")
+
+
+def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
+    """NodeResourcesFit for cpu, memory, ephemeral storage and the pod count."""
+    requested = subject.snapshot.requested_on(node.name)
+    allocatable = node.raw.get("status", {}).get("allocatable") or {}
+    short = []
+    for resource in _NON_GPU:
+        asked = effective_request(subject.spec, resource)
+        if not asked or resource not in allocatable:
+            continue
+        try:
+            free = parse_quantity(allocatable[resource]) - requested.get(resource, Decimal(0))
+        except QuantityError:
+            continue
+        if free < asked:
+            short.append(f"Insufficient {resource}")
+    pods_allowed = allocatable.get("pods")
+    if pods_allowed is not None and requested.get("pods", Decimal(0)) + 1 > parse_quantity(
+            pods_allowed):
+        short.append("Too many pods")
+    return ", ".join(short) or None
+
+
+def explain_other_resources(subject: Subject, dropped: Dropped) -> Finding:
+    per_node = "; ".join(f"{n.name}: {why}" for n, why in dropped[:4])
+    return Finding(Cause.OTHER_CONSTRAINT,
+                   f"GPU-wise a node fits, but {per_node}. Lower the pod's cpu / memory requests "
+                   "or free those nodes.",
+                   [Evidence(f"Node/{n.name}", "status.allocatable − requests", why)
+                    for n, why in dropped[:5]] + scheduler_evidence(subject))
+
+
+def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding | None:
+    """Nodes fit GPU-wise, yet the pod waits: a DRA claim, or the scheduler names something."""
+    claims = resource_claims(subject.spec)
+    fitting = ", ".join(n.name for n in fit[:3])
+    if claims and not subject.gpu:
+        return Finding(Cause.OTHER_CONSTRAINT,
+                       f"{subject.label} asks for devices through Dynamic Resource Allocation "
+                       f"(claim {', '.join(claims)}); gpuwhy does not triage DRA allocation yet. "
+                       "Check the claim's status and the DRA driver (kubectl describe "
+                       "resourceclaim).",
+                       [Evidence(f"Pod {subject.label}", "spec.resourceClaims", ", ".join(claims)),
+                        *scheduler_evidence(subject)])
+    message = latest_scheduling_failure(subject.pod or {}, subject.events)
+    if message is None and not scheduler_spoke(subject.pod or {}, subject.events):
+        return None
+    if message is None:
+        action = (f"GPU-wise {fitting} fit and the scheduler has seen the pod, but it has not "
+                  "bound it yet. Look at the pod's events for what it waits on.")
+    elif (others := _other_reasons(message, subject.config)) is None:
+        scheduler = subject.spec.get("schedulerName") or "default-scheduler"
+        action = (f"GPU-wise {fitting} fit now; the scheduler's last word is only about GPUs, "
+                  "taints or selectors, so the cluster has changed since and it will retry by "
+                  f"itself. If the pod stays Pending, check that {scheduler} is running.")
+    else:
+        action = (f"GPU-wise {fitting} fit, but the scheduler rejects the pod for something "
+                  f"else: {others}. Fix what it names (cpu, memory, pod affinity, volumes, "
+                  "topology spread).")
+    return Finding(Cause.OTHER_CONSTRAINT, action, scheduler_evidence(subject))
+
+
+_FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption")
+
+
+def _other_reasons(message: str, config: TriageConfig) -> str | None:
+    """The scheduler's reasons that are not about GPUs, taints or selectors (which the funnel
+    has checked itself); the whole message when it cannot be parsed; None when none is left."""
+    parsed = parse_failed_scheduling(message)
+    if not parsed.reasons:
+        return message
+    others = [r for r in parsed.reasons if r.kind not in _FUNNEL_REASONS
+              and not (r.kind.startswith("insufficient:")
+                       and config.is_gpu_related(r.kind.partition(":")[2]))]
+    if not others:
+        return None
+    return ", ".join(f"{r.count} {r.text}" if r.count is not None else r.text for r in others)

@@ -1,0 +1,20 @@
+"""The pod exists but asks for no GPU at all."""
+
+from __future__ import annotations
+
+from triage.classify.subject import Finding, Subject
+from triage.pods import gpu_related_resources, resource_claims
+from triage.verdict import Evidence
+from triage.vocabulary import Cause
+
+
+def check_no_gpu_request(subject: Subject) -> Finding | None:
+    if gpu_related_resources(subject.spec, subject.config) or resource_claims(subject.spec):
+        return None
+    where = f" It is bound to {subject.spec['nodeName']}." if subject.spec.get("nodeName") else ""
+    return Finding(Cause.NO_GPU_REQUEST,
+                   f"no container of {subject.label} (init containers included) has a GPU in "
+                   f"resources.limits, so it gets no GPU.{where} Add `limits: nvidia.com/gpu: N` "
+                   "to the container that needs it.",
+                   [Evidence(f"Pod {subject.label}", "spec.containers[*].resources.limits",
+                             "no GPU resource (" + ", ".join(subject.config.gpu_resources) + ")")])

@@ -1,0 +1,20 @@
+"""GPU-wise a node fits, but no scheduler has said anything about the pod."""
+
+from __future__ import annotations
+
+from triage.classify.subject import Finding, Subject
+from triage.verdict import Evidence
+from triage.vocabulary import FIT, Cause
+
+
+def check_scheduler_unavailable(subject: Subject) -> Finding | None:
+    scheduler = subject.spec.get("schedulerName") or "default-scheduler"
+    fitting = [r.name for r in subject.reports.values() if r.outcome == FIT]
+    return Finding(Cause.SCHEDULER_UNAVAILABLE,
+                   f"GPU-wise {', '.join(fitting[:3]) or 'a node'} fit, but no scheduler has said "
+                   f"anything about {subject.label}: spec.schedulerName {scheduler} is not "
+                   "running or does not see the pod. Start or fix that scheduler, or correct "
+                   "schedulerName.",
+                   [Evidence(f"Pod {subject.label}", "spec.schedulerName", scheduler),
+                    Evidence(f"Pod {subject.label}", "events / PodScheduled condition",
+                             "none from any scheduler")])

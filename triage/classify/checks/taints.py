@@ -1,0 +1,53 @@
+"""Taints and cordons against the pod's tolerations (kube-scheduler's TaintToleration)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from triage.classify.subject import Dropped, Finding, Subject, capital
+from triage.nodes import taint_text, untolerated_taints
+from triage.nodetable import NodeInfo
+from triage.verdict import Evidence
+from triage.vocabulary import Cause
+
+
+def drop_taint(subject: Subject, node: NodeInfo) -> str | None:
+    taints = untolerated_taints(subject.spec, node.raw)
+    return ", ".join(taint_text(t) for t in taints) if taints else None
+
+
+def explain_taint(subject: Subject, dropped: Dropped) -> Finding:
+    def state(node: NodeInfo, why: str) -> str:
+        return f"{node.name} is {why if why.startswith('cordoned') else 'tainted ' + why}"
+
+    cordoned = [n.name for n, why in dropped if why.startswith("cordoned")]
+    taints = sorted({t for _, why in dropped for t in why.split(", ")
+                     if not t.startswith("cordoned")})
+    advice = []
+    if taints:
+        owners = sorted({t.split("=", 1)[1].split(":", 1)[0] for t in taints if "=" in t})
+        ask = f" (ask {', '.join(owners)})" if owners else ""
+        advice.append(f"add a toleration for {'; '.join(taints)} to the pod{ask}")
+    if cordoned:
+        advice.append(f"uncordon {', '.join(cordoned)} once it is healthy "
+                      f"(kubectl uncordon {' '.join(cordoned)})")
+    only = "The only matching node" if len(dropped) == 1 else "Every matching node"
+    return Finding(Cause.TAINT_UNTOLERATED,
+                   f"{only} blocks the pod: {'; '.join(state(n, w) for n, w in dropped[:5])}. "
+                   f"{capital(' or '.join(advice))}. Don't remove taints: they protect the "
+                   "node and its owners.",
+                   [Evidence(f"Node/{n.name}", "spec.unschedulable" if why.startswith(
+                       "cordoned") else "spec.taints", why) for n, why in dropped[:5]]
+                   + [Evidence(f"Pod {subject.label}", "spec.tolerations",
+                               _tolerations_text(subject.spec))])
+
+
+def _tolerations_text(spec: Mapping[str, Any]) -> str:
+    custom = [t for t in spec.get("tolerations") or []
+              if not str(t.get("key", "")).startswith("node.kubernetes.io/not-ready")
+              and not str(t.get("key", "")).startswith("node.kubernetes.io/unreachable")]
+    if not custom:
+        return "none beyond the defaults"
+    return ", ".join(f"{t.get('key', '*')}{'=' + t['value'] if t.get('value') else ''}"
+                     f":{t.get('effect', '*')}" for t in custom)

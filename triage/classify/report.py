@@ -1,0 +1,167 @@
+"""Assembling the Verdict: the finding, the node reports worst first with their devices and
+scores, the node summary, and the scheduler's own words."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from scoring.events import scheduler_scores
+from scoring.hami import pick_order
+from scoring.summary import proposal_summary
+from scoring.whole import gfd_devices, whole_gpu_score
+from triage.classify.checks.hami import hami_fit
+from triage.classify.subject import Finding, Subject, primary
+from triage.messages import latest_scheduling_failure, parse_failed_scheduling
+from triage.nodes import status_amount
+from triage.nodetable import NodeInfo
+from triage.objects import object_key
+from triage.pods import pod_name
+from triage.verdict import Device, Evidence, NodeReport, Verdict
+from triage.vocabulary import CAUSES, FIT, NODE_UNREGISTERED, Cause
+
+MAX_DEVICE_NODES = 50  # more than one Slack reply can show
+
+
+def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
+    pod = subject.pod
+    message = latest_scheduling_failure(pod, subject.events) if pod is not None else None
+    resource = primary(subject) if subject.gpu else None
+    reports = _node_reports(subject)
+    scheduler = scheduler_scores(subject.events) if pod is not None else None
+    policy = _policy(subject)
+    if scheduler:
+        for report in reports:
+            if report.name in scheduler:
+                report.score = scheduler[report.name]
+    evidence = finding.evidence + _preemption_evidence(subject, message, finding.cause)
+    namespace, name = (object_key(pod) if pod is not None else
+                       object_key(subject.workload) if subject.workload is not None else
+                       (subject.ref.namespace, subject.ref.name))
+    return Verdict(
+        ref=f"{namespace}/{name}" if kind == "Pod" else str(subject.ref),
+        cause=finding.cause.value,
+        action=finding.action,
+        kind=kind,
+        evidence=evidence,
+        nodes=reports,
+        node_summary=_node_summary(subject, reports, policy),
+        scheduler_message=message,
+        resource=resource,
+        request=subject.gpu.get(resource) if resource else None,
+        pods=[pod_name(pod)] if pod is not None else [],
+        pods_total=1 if pod is not None else 0,
+        score_source=("scheduler" if scheduler else "gpuwhy") if any(
+            r.score is not None for r in reports) else None,
+        score_policy=policy,
+        scheduler_summary=proposal_summary(reports, policy) if reports and not subject.spec.get(
+            "nodeName") else None,
+        error="; ".join(dict.fromkeys(subject.snapshot.problems)) or None,
+    )
+
+
+# Kubernetes 1.36 says why preemption would not help: corroboration, never the only evidence.
+_PREEMPTION_CORROBORATES = {
+    Cause.EXHAUSTED: "No preemption victims found",
+    Cause.NO_GPU_NODE: "Preemption is not helpful",
+    Cause.ALLOCATABLE_ZERO: "Preemption is not helpful",
+    Cause.TOO_LARGE: "Preemption is not helpful",
+}
+
+
+def _preemption_evidence(subject: Subject, message: str | None, cause: Cause) -> list[Evidence]:
+    wanted = _PREEMPTION_CORROBORATES.get(cause)
+    if message is None or wanted is None:
+        return []
+    found = [r for r in parse_failed_scheduling(message).preemption if r.text.startswith(wanted)]
+    return [Evidence(f"Pod {subject.label}", "scheduler message (preemption)",
+                     f"{r.count} {r.text}" if r.count is not None else r.text) for r in found]
+
+
+def _policy(subject: Subject) -> str:
+    annotations = (subject.pod or {}).get("metadata", {}).get("annotations") or {}
+    chosen = annotations.get("hami.io/node-scheduler-policy") if subject.hami else None
+    return str(chosen or subject.config.node_policy)
+
+
+def _node_reports(subject: Subject) -> list[NodeReport]:
+    """Reports in funnel order (worst first), with devices for the nodes that matter."""
+    snapshot = subject.snapshot
+    bound = subject.spec.get("nodeName") if subject.pod is not None else None
+    if bound:
+        node = snapshot.node_info(str(bound))
+        report = NodeReport(str(bound), FIT, "bound here")
+        if node is not None:
+            report.devices = _devices(subject, node)
+        return [report]
+    order = {info.cause.value: i for i, info in enumerate(CAUSES)}
+    reports = list(subject.reports.values())
+    for report in reports:
+        node = snapshot.node_info(report.name)
+        if report.outcome == FIT and node is not None:
+            report.score = _own_score(subject, node)
+    reports.sort(key=lambda r: (order.get(r.outcome, order[Cause.DEVICE_UNFIT.value]),
+                                -(r.score or 0), r.name))
+    # Devices for the nodes a GPU check looked at; a 5,000-node answer lists the first ones.
+    matter = [r for r in reports
+              if r.outcome not in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)]
+    for report in matter[:MAX_DEVICE_NODES]:
+        node = snapshot.node_info(report.name)
+        if node is not None:
+            report.devices = _devices(subject, node)
+        if report.outcome != FIT and not any(d.code for d in report.devices):
+            # No per-card fit is known here (plain device plugin): the node's outcome holds.
+            for device in report.devices:
+                device.code = report.outcome
+    return reports
+
+
+def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
+    fit = hami_fit(subject, node) if subject.hami is not None else None
+    if fit is not None:
+        return fit.devices
+    resource = primary(subject)
+    held = [pod_name(p) for p, _ in subject.snapshot.holders_on(node.name, resource)]
+    return gfd_devices(node.raw, held)
+
+
+def _own_score(subject: Subject, node: NodeInfo) -> float | None:
+    if subject.hami is not None:
+        fit = hami_fit(subject, node)
+        return None if fit is None else fit.score
+    resource = primary(subject)
+    allocatable = status_amount(node.raw, "allocatable", resource)
+    if not subject.gpu or not allocatable:
+        return None
+    used = int(subject.snapshot.requested_on(node.name).get(resource, Decimal(0)))
+    return whole_gpu_score(allocatable, used, subject.gpu[resource], _policy(subject))
+
+
+# Outcomes named as they are in the summary; HAMi code summaries count as device-unfit.
+_SUMMARY_WORDS = frozenset({*(c.value for c in Cause), NODE_UNREGISTERED})
+
+
+def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> str:
+    if subject.pod is None:
+        return ""
+    bound = subject.spec.get("nodeName")
+    if bound:
+        return f"bound to {bound}"
+    if not reports:
+        return "no nodes in the cluster"
+    fit = [r for r in reports if r.outcome == FIT]
+    unfit = [r for r in reports if r.outcome != FIT]
+    counts: dict[str, int] = {}
+    for report in unfit:
+        word = report.outcome if report.outcome in _SUMMARY_WORDS else Cause.DEVICE_UNFIT.value
+        counts[word] = counts.get(word, 0) + 1
+    breakdown = ", ".join(f"{n} {word}" for word, n in counts.items())
+    scores = {r.name: r.score for r in fit if r.score is not None}
+    ordered = pick_order(scores, policy) + [r.name for r in fit if r.score is None]
+    shown = ", ".join(f"{name}: {scores[name]:.2f}" if name in scores else name
+                      for name in ordered[:5]) + (f", +{len(ordered) - 5} more"
+                                                  if len(ordered) > 5 else "")
+    total = len(reports)
+    text = f"{total} node{'s' if total != 1 else ''}: {len(unfit)} not fit"
+    text += f" ({breakdown})" if breakdown else ""
+    text += f", {len(fit)} fit" + (f" ({shown})" if fit else "")
+    return text

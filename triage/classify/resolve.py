@@ -1,0 +1,114 @@
+"""Resolving a ref (a pod, a workload, a pasted generated pod name) to the subjects the
+pipeline runs on, and picking the answer a workload gives: its worst pod."""
+
+from __future__ import annotations
+
+from scoring.hami import hami_request
+from triage import admission
+from triage.classify.pipeline import run_pipeline
+from triage.classify.report import assemble
+from triage.classify.subject import Finding, Subject, When
+from triage.config import DEFAULT_CONFIG, TriageConfig
+from triage.objects import K8sObject, is_terminated, object_key
+from triage.pods import gpu_requests
+from triage.refs import PodRef
+from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
+from triage.verdict import Verdict
+from triage.vocabulary import Cause
+
+_STATE_RANK = {"not created": 0, "not scheduled": 1, "node error": 2, "scheduled": 3}
+
+
+def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFIG) -> Verdict:
+    """The answer for one ref: a pod, a workload, or a pasted generated pod name."""
+    pod = snapshot.pod(ref.namespace, ref.name)
+    if pod is not None:
+        return _verdict(_pod_subject(snapshot, config, ref, pod), "Pod")
+    workload = _find_workload(snapshot, ref)
+    if workload is None:
+        return _verdict(Subject(snapshot, config, ref, None), "Pod")
+    kind = str(workload.get("kind"))
+    pods = admission.workload_pods(snapshot, workload)
+    live = [p for p in pods if not is_terminated(p)] or pods
+    subjects = [_pod_subject(snapshot, config, ref, p) for p in live]
+    admission_subject = _absent_subject(snapshot, config, ref, workload)
+    results = [(s, run_pipeline(s)) for s in subjects]
+    if not live or _admission_pending(snapshot, workload, pods):
+        absent = run_pipeline(admission_subject)
+        if absent.cause != Cause.POD_NOT_FOUND or not results:
+            results.insert(0, (admission_subject, absent))
+    worst_subject, worst = min(results, key=lambda r: (_rank(r[0], r[1]), r[0].label))
+    verdict = assemble(worst_subject, worst, kind)
+    sharing = [s.label for s, f in results if f.cause == worst.cause and s.pod is not None]
+    verdict.pods = sharing
+    verdict.pods_total = len(live)
+    return verdict
+
+
+def _verdict(subject: Subject, kind: str) -> Verdict:
+    return assemble(subject, run_pipeline(subject), kind)
+
+
+def _rank(subject: Subject, finding: Finding) -> int:
+    if subject.pod is None:
+        return _STATE_RANK["not created"]
+    if When.UNBOUND in subject.state:
+        return _STATE_RANK["not scheduled"]
+    if finding.cause == Cause.NODE_RUNTIME_ERROR:
+        return _STATE_RANK["node error"]
+    return _STATE_RANK["scheduled"]
+
+
+def _find_workload(snapshot: Snapshot, ref: PodRef) -> K8sObject | None:
+    for kind in WORKLOAD_KINDS:
+        found = snapshot.workload(kind, ref.namespace, ref.name)
+        if found is not None:
+            return found
+    return next(admission.owners_rejecting(snapshot, ref.namespace, ref.name), None)
+
+
+def _admission_pending(snapshot: Snapshot, workload: K8sObject, pods: list[K8sObject]) -> bool:
+    """Some pods exist; is creation of the others still failing?
+
+    A ReplicaFailure condition says so now; a FailedCreate event counts only when it is newer
+    than the newest pod (events linger for an hour after the cause is gone).
+    """
+    newest_pod = max((p.get("metadata", {}).get("creationTimestamp", "") for p in pods),
+                     default="")
+    for rejection in admission.rejections(snapshot, workload):
+        if rejection.field.startswith("status.conditions"):
+            return True
+    for owner in (workload, *[c for c in snapshot.children(workload)
+                              if c.get("kind") == "ReplicaSet"]):
+        namespace, name = object_key(owner)
+        for event in snapshot.events_for(str(owner.get("kind")), namespace, name):
+            # Same second counts: a rejection and its sibling pods are often created together.
+            if event.get("reason") == "FailedCreate" and event_time(event) >= newest_pod[:19]:
+                return True
+    live = [p for p in pods if not is_terminated(p)]
+    if len(live) < admission.wanted_pods(workload):
+        spec = admission.template_spec(workload)
+        runtime_class = spec.get("runtimeClassName")
+        return bool(admission.quota_shortfalls(snapshot, object_key(workload)[0], spec)) or (
+            bool(runtime_class)
+            and runtime_class not in admission.runtimeclass_names(snapshot))
+    return False
+
+
+def _pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
+                 pod: K8sObject) -> Subject:
+    namespace, name = object_key(pod)
+    spec = dict(pod.get("spec") or {})
+    return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
+                   spec=spec, events=snapshot.events_for("Pod", namespace, name),
+                   gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0},
+                   hami=hami_request(pod))
+
+
+def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
+                    workload: K8sObject) -> Subject:
+    spec = admission.template_spec(workload)
+    return Subject(snapshot, config, ref, None, workload=workload, spec=spec,
+                   gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0})
+
+

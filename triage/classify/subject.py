@@ -1,0 +1,130 @@
+"""What the funnel's checks look at and what they return; the shapes every check shares.
+
+A check is a PodCheck (looks at the pod alone: a Finding or None) or a NodeFilter (drops
+nodes, one at a time, with a reason; the cause holds when no node is left). A family of
+checks lives in one module of ``triage.classify.checks``; ``triage.classify.pipeline``
+puts them in the vocabulary's order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import Enum
+from typing import Any
+
+from scoring.hami import HamiNodeFit, HamiRequest
+from triage import admission
+from triage.config import TriageConfig
+from triage.messages import latest_scheduling_failure
+from triage.nodetable import NodeInfo
+from triage.objects import K8sObject
+from triage.pods import pod_name
+from triage.refs import PodRef
+from triage.snapshot import Snapshot
+from triage.verdict import Evidence, NodeReport
+from triage.vocabulary import Cause
+
+
+class When(Enum):
+    ABSENT = "pod object absent"
+    PRESENT = "pod exists"
+    UNBOUND = "spec.nodeName empty"
+    BOUND = "spec.nodeName set"
+
+
+@dataclass
+class Finding:
+    cause: Cause
+    action: str
+    evidence: list[Evidence] = field(default_factory=list)
+
+
+@dataclass
+class Subject:
+    """What one run of the pipeline looks at: a pod, or a workload whose pod does not exist."""
+
+    snapshot: Snapshot
+    config: TriageConfig
+    ref: PodRef
+    pod: K8sObject | None
+    workload: K8sObject | None = None
+    spec: dict[str, Any] = field(default_factory=dict)
+    events: list[K8sObject] = field(default_factory=list)
+    gpu: dict[str, int] = field(default_factory=dict)
+    hami: HamiRequest | None = None
+    # Node outcomes, filled as node filters run: name -> report
+    reports: dict[str, NodeReport] = field(default_factory=dict)
+    hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once
+    # The checks this subject runs through, in order (set by the pipeline).
+    checks: Sequence[Check] = ()
+
+    @property
+    def label(self) -> str:
+        if self.pod is not None:
+            return pod_name(self.pod)
+        if self.workload is not None:
+            return admission.workload_label(self.workload)
+        return str(self.ref)
+
+    @property
+    def state(self) -> set[When]:
+        if self.pod is None:
+            return {When.ABSENT}
+        if self.spec.get("nodeName"):
+            return {When.PRESENT, When.BOUND}
+        return {When.PRESENT, When.UNBOUND}
+
+
+PodCheckFn = Callable[[Subject], Finding | None]
+NodeFilterFn = Callable[[Subject, NodeInfo], str | None]
+Dropped = list[tuple[NodeInfo, str]]  # the nodes a filter dropped, with why
+ExplainFn = Callable[[Subject, Dropped], Finding]
+LeftoverFn = Callable[[Subject, list[NodeInfo]], Finding | None]
+
+
+@dataclass(frozen=True)
+class PodCheck:
+    cause: Cause
+    when: When
+    check: PodCheckFn
+
+
+@dataclass(frozen=True)
+class NodeFilter:
+    """Drops nodes; holds when no node is left. ``leftover`` may still hold with nodes left.
+
+    Several filters may share a cause (e.g. an extended-resource filter and a Dynamic
+    Resource Allocation one): each drops nodes in turn, and the one that leaves no node
+    explains the answer.
+    """
+
+    cause: Cause
+    when: When
+    drop: NodeFilterFn
+    explain: ExplainFn
+    leftover: LeftoverFn | None = None
+
+
+Check = PodCheck | NodeFilter
+
+
+def primary(subject: Subject) -> str:
+    """The GPU resource the answer speaks of: the pod's first, else the usual one."""
+    return next(iter(subject.gpu), "nvidia.com/gpu")
+
+
+def scheduler_evidence(subject: Subject) -> list[Evidence]:
+    message = latest_scheduling_failure(subject.pod or {}, subject.events)
+    if message is None:
+        return []
+    return [Evidence(f"Pod {subject.label}", "scheduler message", message)]
+
+
+def num(value: Decimal) -> str:
+    return str(value.normalize()) if value != value.to_integral() else str(int(value))
+
+
+def capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
