@@ -1,7 +1,7 @@
 """The cause vocabulary: words, their order, and the next action each implies.
 
 This is a public contract: alert routes and the weekly digest key on these words.
-The order of ``CAUSES`` is the order the checks run in (see ``triage.classify``).
+The order of ``CAUSES`` is the order the checks run in (see ``triage.classify.pipeline``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ no node, and every node keeps the outcome of the filter where it dropped out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from triage.classify.checks.admission import check_pod_not_found, check_quota, check_runtimeclass
 from triage.classify.checks.bound import check_node_runtime_error, check_scheduled
@@ -69,14 +69,19 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
     Cause.POD_NOT_FOUND: (PodCheck(Cause.POD_NOT_FOUND, When.ABSENT, check_pod_not_found),),
 }
 
-PIPELINE: tuple[Check, ...] = tuple(check for info in CAUSES for check in CHECKS[info.cause])
+def build_pipeline(checks: Mapping[Cause, Sequence[Check]]) -> tuple[Check, ...]:
+    """The checks of every cause, in the vocabulary's order."""
+    return tuple(check for info in CAUSES for check in checks.get(info.cause, ()))
 
 
-def run_pipeline(subject: Subject) -> Finding:
-    subject.checks = PIPELINE
+PIPELINE: tuple[Check, ...] = build_pipeline(CHECKS)
+
+
+def run_pipeline(subject: Subject, pipeline: Sequence[Check] = PIPELINE) -> Finding:
+    subject.checks = pipeline
     state = subject.state
     candidates: list[NodeInfo] = list(subject.snapshot.node_table)
-    for check in PIPELINE:
+    for check in pipeline:
         if check.when not in state:
             continue
         if isinstance(check, PodCheck):

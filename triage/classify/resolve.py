@@ -23,14 +23,14 @@ def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFI
     """The answer for one ref: a pod, a workload, or a pasted generated pod name."""
     pod = snapshot.pod(ref.namespace, ref.name)
     if pod is not None:
-        return _verdict(_pod_subject(snapshot, config, ref, pod), "Pod")
+        return _verdict(pod_subject(snapshot, config, ref, pod), "Pod")
     workload = _find_workload(snapshot, ref)
     if workload is None:
         return _verdict(Subject(snapshot, config, ref, None), "Pod")
     kind = str(workload.get("kind"))
     pods = admission.workload_pods(snapshot, workload)
     live = [p for p in pods if not is_terminated(p)] or pods
-    subjects = [_pod_subject(snapshot, config, ref, p) for p in live]
+    subjects = [pod_subject(snapshot, config, ref, p) for p in live]
     admission_subject = _absent_subject(snapshot, config, ref, workload)
     results = [(s, run_pipeline(s)) for s in subjects]
     if not live or _admission_pending(snapshot, workload, pods):
@@ -95,7 +95,7 @@ def _admission_pending(snapshot: Snapshot, workload: K8sObject, pods: list[K8sOb
     return False
 
 
-def _pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
+def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                  pod: K8sObject) -> Subject:
     namespace, name = object_key(pod)
     spec = dict(pod.get("spec") or {})

@@ -14,7 +14,7 @@ from tests.kubeapi import FakeKubeAPI, forbidden_status
 from triage.refs import PodRef
 from triage.snapshot import DUMP_FILES
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 ALL_SCENARIOS = sorted(d for folder in ("scenarios", "scenarios-extra")
                        for d in (FIXTURES / folder).iterdir() if (d / "expected.json").exists())

@@ -10,7 +10,7 @@ import pytest
 from bot.cli import main
 from tests.kubeapi import FakeKubeAPI, status_body
 
-SEVEN = Path(__file__).parent / "fixtures" / "scenarios" / "seven-states"
+SEVEN = Path(__file__).parents[1] / "fixtures" / "scenarios" / "seven-states"
 
 JOB = """\
 apiVersion: batch/v1

@@ -19,7 +19,7 @@ from triage.objects import is_terminated, object_key
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 ALL_SCENARIOS = sorted(d for folder in ("scenarios", "scenarios-extra")
                        for d in (FIXTURES / folder).iterdir() if (d / "expected.json").exists())

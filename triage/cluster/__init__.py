@@ -1,0 +1,49 @@
+"""Reading a live cluster: the only package of triage that talks to the Kubernetes API.
+
+- ``kubeconfig``: which cluster and credentials (kubectl's rules, else the service account);
+- ``reader``: the resources read and raw requests with a timeout, failures as one sentence;
+- ``errors``: what reading can raise besides ClusterError;
+- ``read``: what one triage needs, read cold, and support bundles;
+- ``watch``: the watch cache of ``gpuwhy serve``;
+- ``manifest``: pre-flight of a manifest (``gpuwhy check``).
+
+The names below are re-exported so ``from triage.cluster import ...`` keeps working.
+"""
+
+from triage.cluster.errors import AdmissionRejected
+from triage.cluster.kubeconfig import (
+    Kubeconfig,
+    find_kubeconfig,
+    kubeconfig_namespace,
+    load_api_client,
+    server_url,
+)
+from triage.cluster.manifest import (
+    ManifestError,
+    ManifestPod,
+    dry_run_pod,
+    preflight_snapshot,
+    read_manifest,
+)
+from triage.cluster.read import read_bundle, read_ref_objects, read_snapshot
+from triage.cluster.reader import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_TIMEOUT,
+    EVENTS,
+    NODES,
+    PODS,
+    QUOTAS,
+    RUNTIME_CLASSES,
+    WORKLOADS,
+    ClusterReader,
+    Resource,
+)
+from triage.cluster.watch import IndexedSnapshot, WatchCache
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "EVENTS", "NODES", "PODS", "QUOTAS",
+    "RUNTIME_CLASSES", "WORKLOADS", "AdmissionRejected", "ClusterReader", "IndexedSnapshot",
+    "Kubeconfig", "ManifestError", "ManifestPod", "Resource", "WatchCache", "dry_run_pod",
+    "find_kubeconfig", "kubeconfig_namespace", "load_api_client", "preflight_snapshot",
+    "read_bundle", "read_manifest", "read_ref_objects", "read_snapshot", "server_url",
+]

@@ -1,0 +1,250 @@
+"""Reading what one triage needs from a live cluster, cold (``gpuwhy triage``), and support
+bundles (``gpuwhy snapshot``).
+
+Every request is a raw call through the ``kubernetes`` client with a timeout; the JSON stays
+plain dicts, exactly what ``kubectl get -o json`` prints, so a Snapshot read here equals one
+read from a dump directory. Failures become a ClusterError whose text is one sentence.
+Read only: the single write is the server-side dry-run create of ``gpuwhy check``.
+
+What one triage reads (``read_snapshot``):
+- the pod (GET); when absent, the Deployment / ReplicaSet / StatefulSet / DaemonSet / Job of
+  that name (GET each), their ReplicaSets and pods (one list per workload, label-selected,
+  kept when the ownerReferences say so), the namespace's FailedCreate events (one list;
+  they also resolve a generated pod name like ``finetune-2dtfx`` to its Job);
+- events about the pod / workload / workload pods (field-selected by name);
+- nodes and the non-terminated pods of every namespace (paged with limit/continue);
+- the namespace's ResourceQuotas and the cluster's RuntimeClasses.
+
+Finished (Succeeded / Failed) pods are left out of the lists on purpose: they hold nothing,
+and on a large cluster finished Job pods can outnumber the running ones. So a live answer
+never says which finished pods on a full node "hold nothing" (a dump that has them does);
+which nodes matter is only known once classify has run, and classify must get its Snapshot
+whole, up front. Lists come back in the API server's order (namespace, name), as in a dump
+``kubectl get -o json`` wrote.
+
+``WatchCache`` keeps nodes and non-terminated pods in memory (list + watch), so a triage
+from it costs only the per-ref reads above, whatever the cluster size.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from triage.cluster.reader import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_TIMEOUT,
+    EVENTS,
+    NODES,
+    NON_TERMINATED,
+    PODS,
+    QUOTAS,
+    RUNTIME_CLASSES,
+    WORKLOADS,
+    ClusterReader,
+)
+from triage.errors import ClusterError
+from triage.objects import K8sObject, object_key
+from triage.refs import PodRef
+from triage.snapshot import WORKLOAD_KINDS, Snapshot
+
+# More names than this: one list of the namespace's events instead of one request per name.
+MAX_EVENT_QUERIES = 8
+
+
+# -- reading what one ref needs ----------------------------------------------------------------
+
+@dataclass
+class RefObjects:
+    """The objects a ref resolves to: its pod(s), workloads and the events about them."""
+
+    pods: list[K8sObject] = field(default_factory=list)
+    workloads: list[K8sObject] = field(default_factory=list)
+    events: list[K8sObject] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # corroborating reads that failed
+
+
+def _optional(problems: list[str] | None,
+              read: Callable[[], tuple[list[K8sObject], str]]) -> list[K8sObject]:
+    """Events, quotas and RuntimeClasses only corroborate or refine an answer: when one of
+    them cannot be read, the triage goes on and the Verdict says what it lacked."""
+    if problems is None:
+        return read()[0]
+    try:
+        return read()[0]
+    except ClusterError as exc:
+        problems.append(str(exc))
+        return []
+
+
+def read_ref_objects(reader: ClusterReader, ref: PodRef,
+                     page_size: int = DEFAULT_PAGE_SIZE) -> RefObjects:
+    namespace = ref.namespace
+    pod = reader.get(PODS, namespace, ref.name)
+    found = RefObjects()
+    if pod is not None:
+        found.pods = [pod]
+        found.events = _events_about(reader, namespace, [ref.name], page_size, found.problems)
+        return found
+    failed_creates = _optional(found.problems, lambda: reader.list_all(
+        EVENTS, namespace, field_selector="reason=FailedCreate", page_size=page_size))
+    workloads = [w for kind in WORKLOAD_KINDS
+                 if (w := reader.get(WORKLOADS[kind], namespace, ref.name)) is not None]
+    if not workloads:
+        workloads = _workloads_named_by(reader, namespace, ref.name, failed_creates)
+    for workload in workloads:
+        children, pods = _children(reader, workload, page_size)
+        found.workloads.extend([workload, *children])
+        found.pods.extend(pods)
+    found.workloads = _unique(found.workloads)
+    found.pods = _unique(found.pods)
+    names = [ref.name, *(w["metadata"]["name"] for w in workloads),
+             *(p["metadata"]["name"] for p in found.pods)]
+    found.events = _unique([*_events_about(reader, namespace, names, page_size, found.problems),
+                            *failed_creates])
+    return found
+
+
+def _events_about(reader: ClusterReader, namespace: str, names: Sequence[str],
+                  page_size: int, problems: list[str]) -> list[K8sObject]:
+    wanted = list(dict.fromkeys(names))
+    if len(wanted) > MAX_EVENT_QUERIES:
+        events = _optional(problems, lambda: reader.list_all(EVENTS, namespace,
+                                                             page_size=page_size))
+        return [e for e in events if (e.get("involvedObject") or {}).get("name") in wanted]
+    found: list[K8sObject] = []
+    for name in wanted:
+        selector = f"involvedObject.name={name},involvedObject.namespace={namespace}"
+        found.extend(_optional(problems, partial(reader.list_all, EVENTS, namespace,
+                                                 field_selector=selector, page_size=page_size)))
+        if problems:
+            break  # the same refusal for every name: say it once
+    return found
+
+
+def _children(reader: ClusterReader, workload: K8sObject,
+              page_size: int) -> tuple[list[K8sObject], list[K8sObject]]:
+    """(ReplicaSets of a Deployment, pods) owned by the workload, found by its selector."""
+    namespace = workload["metadata"].get("namespace", "")
+    selector = label_selector(workload.get("spec", {}).get("selector") or {})
+    if not selector:
+        return [], []
+    owners = {workload["metadata"].get("uid")}
+    replica_sets: list[K8sObject] = []
+    if workload.get("kind") == "Deployment":
+        listed, _ = reader.list_all(WORKLOADS["ReplicaSet"], namespace, label_selector=selector,
+                                page_size=page_size)
+        replica_sets = [rs for rs in listed if _owned_by(rs, owners)]
+        owners = {rs["metadata"].get("uid") for rs in replica_sets}
+    pods, _ = reader.list_all(PODS, namespace, label_selector=selector, page_size=page_size)
+    return replica_sets, [p for p in pods if _owned_by(p, owners)]
+
+
+def _workloads_named_by(reader: ClusterReader, namespace: str, name: str,
+                        failed_creates: Iterable[K8sObject]) -> list[K8sObject]:
+    """Workloads whose FailedCreate events name the ref as the pod (or pod prefix) refused."""
+    found: list[K8sObject] = []
+    for event in failed_creates:
+        involved = event.get("involvedObject") or {}
+        pod_names = re.findall(r'pods "([^"]+)"', str(event.get("message") or ""))
+        names_ref = any(p == name or (p.endswith("-") and name.startswith(p)) for p in pod_names)
+        if names_ref and involved.get("kind") in WORKLOADS:
+            workload = reader.get(WORKLOADS[involved["kind"]], namespace, involved.get("name", ""))
+            if workload is not None:
+                found.append(workload)
+                found.extend(_controllers(reader, workload))
+    return _unique(found)
+
+
+def _controllers(reader: ClusterReader, workload: K8sObject) -> list[K8sObject]:
+    """The workload's controller chain (a ReplicaSet's Deployment)."""
+    namespace = workload["metadata"].get("namespace", "")
+    for owner in workload["metadata"].get("ownerReferences") or []:
+        if owner.get("controller") and owner.get("kind") in WORKLOADS:
+            parent = reader.get(WORKLOADS[owner["kind"]], namespace, owner.get("name", ""))
+            if parent is not None:
+                return [parent, *_controllers(reader, parent)]
+    return []
+
+
+def _owned_by(obj: K8sObject, uids: set[Any]) -> bool:
+    return any(o.get("uid") in uids for o in obj["metadata"].get("ownerReferences") or [])
+
+
+def _unique(objects: Iterable[K8sObject]) -> list[K8sObject]:
+    by_identity: dict[tuple[str, str, str], K8sObject] = {}
+    for obj in objects:
+        meta = obj.get("metadata", {})
+        by_identity.setdefault((obj.get("kind", ""), meta.get("uid", ""),
+                                "/".join(object_key(obj))), obj)
+    return list(by_identity.values())
+
+
+def label_selector(selector: Mapping[str, Any]) -> str:
+    """A LabelSelector object as the ``labelSelector`` query string."""
+    terms = [f"{key}={value}" for key, value in sorted((selector.get("matchLabels") or {}).items())]
+    for expression in selector.get("matchExpressions") or []:
+        key, operator = expression.get("key", ""), expression.get("operator", "")
+        values = ",".join(expression.get("values") or [])
+        terms.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
+                      "Exists": key, "DoesNotExist": f"!{key}"}.get(operator, key))
+    return ",".join(terms)
+
+
+def merge_pods(listed: Iterable[K8sObject], fetched: Iterable[K8sObject]) -> list[K8sObject]:
+    """The listed pods with the individually fetched ones replacing or joining them."""
+    by_key = {object_key(p): p for p in listed}
+    for pod in fetched:
+        by_key[object_key(pod)] = pod
+    return list(by_key.values())
+
+
+def namespace_policy(reader: ClusterReader, namespace: str, page_size: int,
+                      problems: list[str] | None = None,
+                      ) -> tuple[list[K8sObject], list[K8sObject]]:
+    quotas = _optional(problems, lambda: reader.list_all(QUOTAS, namespace, page_size=page_size))
+    runtime_classes = _optional(problems, lambda: reader.list_all(RUNTIME_CLASSES,
+                                                                  page_size=page_size))
+    return quotas, runtime_classes
+
+
+def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_PAGE_SIZE,
+                  timeout: float = DEFAULT_TIMEOUT, cluster: str = "") -> Snapshot:
+    """Everything one triage of ``ref`` needs, read cold from the API (``gpuwhy triage``)."""
+    reader = ClusterReader(api_client, timeout)
+    found = read_ref_objects(reader, ref, page_size)
+    nodes, _ = reader.list_all(NODES, page_size=page_size)
+    pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
+    quotas, runtime_classes = namespace_policy(reader, ref.namespace, page_size, found.problems)
+    return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
+                    resourcequotas=quotas, runtimeclasses=runtime_classes,
+                    workloads=found.workloads, cluster=cluster or reader.server,
+                    problems=tuple(found.problems))
+
+
+def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEFAULT_PAGE_SIZE,
+                timeout: float = DEFAULT_TIMEOUT) -> Snapshot:
+    """A support bundle (``gpuwhy snapshot``): what any triage in ``namespace`` could read.
+
+    Nodes and RuntimeClasses; the non-terminated pods of every namespace (what a live triage
+    reads), plus, with a namespace, that namespace's finished pods (a Job's history); the
+    namespace's events, quotas and workloads. Without a namespace: every namespace's events,
+    quotas and workloads, and no finished pods, so the bundle triages like the live cluster.
+    """
+    reader = ClusterReader(api_client, timeout)
+    nodes, _ = reader.list_all(NODES, page_size=page_size)
+    pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
+    if namespace:
+        own, _ = reader.list_all(PODS, namespace, page_size=page_size)
+        pods = merge_pods(pods, own)
+    events, _ = reader.list_all(EVENTS, namespace, page_size=page_size)
+    quotas, runtime_classes = namespace_policy(reader, namespace, page_size)
+    workloads = [w for kind in WORKLOAD_KINDS
+                 for w in reader.list_all(WORKLOADS[kind], namespace, page_size=page_size)[0]]
+    return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
+                    runtimeclasses=runtime_classes, workloads=workloads, cluster=reader.server)

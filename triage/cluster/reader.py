@@ -1,0 +1,320 @@
+"""Raw requests to the Kubernetes API: the resources gpuwhy reads, and a reader that sends
+every request with a timeout and turns every failure into one sentence (a ClusterError)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import ssl
+from collections.abc import Callable, Generator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import urllib3
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from triage.cluster.errors import AdmissionRejected, Expired, one_line
+from triage.cluster.kubeconfig import server_url
+from triage.errors import ClusterError
+from triage.objects import K8sObject
+from triage.vocabulary import Cause
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 10.0  # seconds per request
+DEFAULT_PAGE_SIZE = 500
+NON_TERMINATED = "status.phase!=Succeeded,status.phase!=Failed"
+MAX_LIST_RESTARTS = 3
+
+
+@dataclass(frozen=True)
+class Resource:
+    plural: str
+    kind: str
+    api_version: str
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def display(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def path(self, namespace: str = "", name: str = "") -> str:
+        path = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
+        if namespace:
+            path += f"/namespaces/{quote(namespace, safe='')}"
+        path += f"/{self.plural}"
+        return path + f"/{quote(name, safe='')}" if name else path
+
+
+NODES = Resource("nodes", "Node", "v1")
+PODS = Resource("pods", "Pod", "v1")
+EVENTS = Resource("events", "Event", "v1")
+QUOTAS = Resource("resourcequotas", "ResourceQuota", "v1")
+RUNTIME_CLASSES = Resource("runtimeclasses", "RuntimeClass", "node.k8s.io/v1")
+WORKLOADS: dict[str, Resource] = {
+    "Deployment": Resource("deployments", "Deployment", "apps/v1"),
+    "ReplicaSet": Resource("replicasets", "ReplicaSet", "apps/v1"),
+    "StatefulSet": Resource("statefulsets", "StatefulSet", "apps/v1"),
+    "DaemonSet": Resource("daemonsets", "DaemonSet", "apps/v1"),
+    "Job": Resource("jobs", "Job", "batch/v1"),
+}
+
+
+@dataclass(frozen=True)
+class _Call:
+    verb: str  # the RBAC verb: get, list, watch, create
+    resource: Resource
+    namespace: str = ""
+    name: str = ""
+
+    def describe(self) -> str:
+        what = f"{self.verb} {self.resource.display}"
+        if self.name:
+            what += f" {self.namespace}/{self.name}" if self.namespace else f" {self.name}"
+        elif self.namespace:
+            what += f" in namespace {self.namespace}"
+        return what
+
+
+_RBAC_DENIAL = re.compile(r"cannot \w+ resource")
+_USER = re.compile(r'User "([^"]+)"')
+_RUNTIME_CLASS_NOT_FOUND = re.compile(r'RuntimeClass "[^"]*" not found')
+
+
+class ClusterReader:
+    """Raw JSON requests with a timeout; errors become one-sentence ClusterErrors."""
+
+    def __init__(self, api_client: ApiClient, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.api_client = api_client
+        self.timeout = timeout
+        self.server = server_url(api_client)
+
+    def get(self, resource: Resource, namespace: str, name: str) -> K8sObject | None:
+        """One object, or None when it does not exist."""
+        call = _Call("get", resource, namespace, name)
+        response = self._request(call, "GET", resource.path(namespace, name), [])
+        if response is None:
+            return None
+        document: K8sObject = self._json(call, response)
+        return document
+
+    def list_all(self, resource: Resource, namespace: str = "", *, field_selector: str = "",
+             label_selector: str = "", page_size: int = DEFAULT_PAGE_SIZE,
+             ) -> tuple[list[K8sObject], str]:
+        """All matching objects (paged) and the list's resourceVersion.
+
+        A 410 on a continue token (the list took longer than etcd keeps history) restarts
+        the list from the first page, as kubectl does.
+        """
+        call = _Call("list", resource, namespace)
+        query = [(key, value) for key, value in (("fieldSelector", field_selector),
+                                                 ("labelSelector", label_selector)) if value]
+        if page_size:
+            query.append(("limit", str(page_size)))
+        for _ in range(MAX_LIST_RESTARTS):
+            items: list[K8sObject] = []
+            token = ""
+            try:
+                while True:
+                    page_query = [*query, ("continue", token)] if token else query
+                    response = self._request(call, "GET", resource.path(namespace), page_query)
+                    if response is None:
+                        raise self._not_found(call, "")
+                    document = self._json(call, response)
+                    items.extend(with_kind(resource, document.get("items") or []))
+                    metadata = document.get("metadata") or {}
+                    token = metadata.get("continue") or ""
+                    if not token:
+                        return items, str(metadata.get("resourceVersion") or "")
+            except Expired:
+                log.info("%s: continue token expired, listing again", call.describe())
+        raise ClusterError(f"The Kubernetes API server at {self.server} kept expiring the "
+                           f"paged list ({call.describe()}); the cluster changes faster than "
+                           "gpuwhy can page through it, try a larger page size.")
+
+    def watch(self, resource: Resource, resource_version: str, *, field_selector: str = "",
+              timeout_seconds: int = 300, on_open: Callable[[Any], None] | None = None,
+              ) -> Generator[K8sObject, None, None]:
+        """Watch events (dicts with type and object) from a resourceVersion.
+
+        Raises Expired when the server answers 410 at once; a 410 inside the stream arrives
+        as an ERROR event. ``on_open`` receives the streaming response (to close it).
+        """
+        call = _Call("watch", resource)
+        query = [("watch", "1"), ("resourceVersion", resource_version),
+                 ("allowWatchBookmarks", "true"), ("timeoutSeconds", str(timeout_seconds))]
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        # The server ends the stream after timeoutSeconds; allow a margin before giving up.
+        response = self._request(call, "GET", resource.path(), query,
+                                 read_timeout=timeout_seconds + max(self.timeout, 30.0))
+        if response is None:
+            raise self._not_found(call, "")
+        if on_open is not None:
+            on_open(response)
+        buffer = b""
+        try:
+            for chunk in response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._transport_error(call, exc) from exc
+        except json.JSONDecodeError as exc:
+            raise self._invalid_json(call) from exc
+        finally:
+            response.release_conn()
+
+    def create_dry_run(self, resource: Resource, namespace: str, body: K8sObject) -> K8sObject:
+        """Server-side dry-run create: admission runs in full, nothing is stored."""
+        call = _Call("create", resource, namespace)
+        response = self._request(call, "POST", resource.path(namespace), [("dryRun", "All")],
+                                 body=body)
+        if response is None:
+            raise self._not_found(call, "")
+        document: K8sObject = self._json(call, response)
+        return document
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _request(self, call: _Call, method: str, path: str, query: list[tuple[str, str]],
+                 body: K8sObject | None = None, read_timeout: float | None = None) -> Any:
+        """The urllib3 response of a 2xx answer; None for a 404; raises otherwise."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        params = self.api_client.param_serialize(
+            method=method, resource_path=path, query_params=query, header_params=headers,
+            body=body, auth_settings=["BearerToken"])
+        timeout: float | tuple[float, float] = (
+            self.timeout if read_timeout is None else (self.timeout, read_timeout))
+        try:
+            response = self.api_client.call_api(*params, _request_timeout=timeout)
+        except (ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._transport_error(call, exc) from exc
+        if 200 <= response.status < 300:
+            return response.response
+        data = self._read(call, response)
+        if response.status == 404 and call.verb == "get":
+            return None
+        raise self._status_error(call, response.status, response.reason or "", data)
+
+    def _read(self, call: _Call, response: Any) -> bytes:
+        try:
+            data: bytes = response.read()
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._transport_error(call, exc) from exc
+        return data
+
+    def _json(self, call: _Call, response: Any) -> K8sObject:
+        try:
+            data = response.data
+        except (urllib3.exceptions.HTTPError, OSError) as exc:
+            raise self._transport_error(call, exc) from exc
+        try:
+            document = json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise self._invalid_json(call) from exc
+        if not isinstance(document, dict):
+            raise self._invalid_json(call)
+        return document
+
+    def _invalid_json(self, call: _Call) -> ClusterError:
+        return ClusterError(f"The Kubernetes API server at {self.server} sent a truncated or "
+                            f"invalid JSON answer to {call.describe()}.")
+
+    def _transport_error(self, call: _Call, exc: BaseException) -> ClusterError:
+        reason: BaseException = exc
+        if isinstance(exc, urllib3.exceptions.MaxRetryError) and exc.reason is not None:
+            reason = exc.reason
+        # NewConnectionError is a ConnectTimeoutError subclass: test it first
+        if isinstance(reason, urllib3.exceptions.NameResolutionError):
+            return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: "
+                                "its host name does not resolve.")
+        if isinstance(reason, urllib3.exceptions.NewConnectionError | ConnectionRefusedError):
+            cause = reason.__cause__ or reason.__context__ or reason
+            detail = getattr(cause, "strerror", None) or "connection failed"
+            return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: "
+                                f"{str(detail).lower()}.")
+        if isinstance(reason, urllib3.exceptions.SSLError | ssl.SSLError):
+            inner = next((a for a in reason.args if isinstance(a, ssl.SSLError)), reason)
+            detail = one_line(str(getattr(inner, "verify_message", None)
+                                   or getattr(inner, "reason", None) or inner))
+            return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: the "
+                                f"TLS handshake failed ({detail}); check the cluster's "
+                                "certificate-authority in the kubeconfig.")
+        if isinstance(reason, urllib3.exceptions.TimeoutError | TimeoutError):
+            return ClusterError(f"The Kubernetes API server at {self.server} did not answer "
+                                f"within {self.timeout:g} s ({call.describe()}).")
+        if isinstance(reason, urllib3.exceptions.ProtocolError | ConnectionError):
+            return ClusterError(f"The connection to the Kubernetes API server at {self.server} "
+                                f"broke during {call.describe()} (reset or closed early).")
+        detail = one_line(getattr(reason, "reason", None) or str(reason)) or type(reason).__name__
+        return ClusterError(f"Cannot reach the Kubernetes API server at {self.server}: {detail}.")
+
+    def _status_error(self, call: _Call, code: int, reason: str, data: bytes) -> Exception:
+        status = _status(data)
+        message = one_line(str(status.get("message") or data[:300].decode("utf-8", "replace")))
+        if code == 410 and call.verb in ("list", "watch"):
+            return Expired(message)
+        if code == 401:
+            return ClusterError(f"The Kubernetes API server at {self.server} did not accept "
+                                "gpuwhy's credentials (401 Unauthorized); check the kubeconfig "
+                                "or service account token.")
+        if call.verb == "create" and code in (400, 403, 422) and not _RBAC_DENIAL.search(message):
+            return AdmissionRejected(message, _admission_cause(message))
+        if code == 403:
+            return self._forbidden(call, status, message)
+        if code == 404:
+            return self._not_found(call, message)
+        return ClusterError(f"The Kubernetes API server at {self.server} failed to "
+                            f"{call.describe()}: {code} {reason}"
+                            + (f": {message}." if message else "."))
+
+    def _forbidden(self, call: _Call, status: Mapping[str, Any], message: str) -> ClusterError:
+        details = status.get("details") or {}
+        plural = details.get("kind") or call.resource.plural
+        group = details.get("group", call.resource.group)
+        resource = f"{plural}.{group}" if group else plural
+        user = _USER.search(message)
+        identity = f'User "{user.group(1)}"' if user else "gpuwhy's identity"
+        scope = (f'in namespace "{call.namespace}"' if call.namespace
+                 else "at the cluster scope")
+        return ClusterError(f"Forbidden: {identity} cannot {call.verb} {resource} {scope} "
+                            f'(RBAC needs verb "{call.verb}" on resource "{resource}").')
+
+    def _not_found(self, call: _Call, message: str) -> ClusterError:
+        return ClusterError(f"Not found: the Kubernetes API server at {self.server} has "
+                            f"nothing for {call.describe()}"
+                            + (f" ({message})." if message else "."))
+
+
+def _status(data: bytes) -> dict[str, Any]:
+    try:
+        document = json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def _admission_cause(message: str) -> Cause | None:
+    lowered = message.lower()
+    if "exceeded quota" in lowered or "failed quota" in lowered:
+        return Cause.QUOTA_EXCEEDED
+    if _RUNTIME_CLASS_NOT_FOUND.search(message):
+        return Cause.RUNTIMECLASS_MISSING
+    return None
+
+
+
+def with_kind(resource: Resource, items: Iterable[K8sObject]) -> list[K8sObject]:
+    """List items come without kind/apiVersion; add them, as kubectl does in its output."""
+    return [{"apiVersion": resource.api_version, "kind": resource.kind, **item} for item in items]

@@ -1,0 +1,433 @@
+"""The watch cache (``gpuwhy serve``): nodes and non-terminated pods kept in memory by list +
+watch, so a triage from it costs only the per-ref reads, whatever the cluster size."""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from contextlib import closing, suppress
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
+
+from kubernetes.client import ApiClient
+
+from triage.cluster.errors import Expired, one_line
+from triage.cluster.read import merge_pods, namespace_policy, read_ref_objects
+from triage.cluster.reader import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_TIMEOUT,
+    NODES,
+    NON_TERMINATED,
+    PODS,
+    ClusterReader,
+    Resource,
+)
+from triage.errors import ClusterError
+from triage.objects import K8sObject, is_terminated, object_key
+from triage.pods import sum_requests
+from triage.refs import PodRef
+from triage.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+
+# -- watch cache ---------------------------------------------------------------------------
+
+# The fields triage and scoring read; everything else (images, managedFields, env, volumes,
+# last-applied-configuration, ...) is dropped to keep 150,000 pods small in memory.
+_Keep = Mapping[str, Any]
+SLIM_METADATA: _Keep = {key: True for key in (
+    "name", "namespace", "uid", "labels", "ownerReferences", "creationTimestamp",
+    "deletionTimestamp", "resourceVersion")}
+SLIM_NODE: _Keep = {
+    "apiVersion": True, "kind": True,
+    "metadata": {**SLIM_METADATA, "annotations": True},
+    "spec": {"taints": True, "unschedulable": True},
+    "status": {key: True for key in ("capacity", "allocatable", "conditions", "runtimeHandlers")},
+}
+_CONTAINER: _Keep = {"name": True, "resources": True, "restartPolicy": True}
+SLIM_POD: _Keep = {
+    "apiVersion": True, "kind": True,
+    "metadata": {**SLIM_METADATA, "annotations": True},
+    "spec": {"nodeName": True, "schedulerName": True, "priority": True, "overhead": True,
+             "containers": _CONTAINER, "initContainers": _CONTAINER},
+    "status": {"phase": True},
+}
+# Pod annotations worth keeping: HAMi's allocation records (device usage per card).
+SLIM_POD_ANNOTATION_PREFIXES = ("hami.io/", "4pd.io/", "nvidia.com/")
+
+
+def slim(obj: Any, keep: _Keep | bool) -> Any:
+    if keep is True:
+        return obj
+    if isinstance(obj, list):
+        return [slim(item, keep) for item in obj]
+    if isinstance(obj, dict) and isinstance(keep, Mapping):
+        return {key: slim(value, keep[key]) for key, value in obj.items() if key in keep}
+    return obj
+
+
+def slim_pod(pod: K8sObject) -> K8sObject:
+    small: K8sObject = slim(pod, SLIM_POD)
+    annotations = small.get("metadata", {}).get("annotations")
+    if annotations:
+        small["metadata"]["annotations"] = {
+            k: v for k, v in annotations.items() if k.startswith(SLIM_POD_ANNOTATION_PREFIXES)}
+    return small
+
+
+def slim_node(node: K8sObject) -> K8sObject:
+    small: K8sObject = slim(node, SLIM_NODE)
+    return small
+
+
+class _NodeStore:
+    """Nodes by name, viewed in the API server's list order (by name) like a cold list."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[str, K8sObject] = {}
+        self._in_order = True
+
+    def replace(self, items: Iterable[K8sObject]) -> None:
+        fresh = {node["metadata"]["name"]: slim_node(node) for node in items}
+        with self._lock:
+            self._nodes, self._in_order = fresh, False
+
+    def upsert(self, node: K8sObject) -> None:
+        small = slim_node(node)
+        name = small["metadata"]["name"]
+        with self._lock:
+            # replacing a known node keeps its place; only a new one spoils the order
+            self._in_order = self._in_order and name in self._nodes
+            self._nodes[name] = small
+
+    def remove(self, node: K8sObject) -> None:
+        with self._lock:
+            self._nodes.pop(node["metadata"]["name"], None)
+
+    def view(self) -> list[K8sObject]:
+        with self._lock:
+            if not self._in_order:
+                self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
+            return list(self._nodes.values())
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+
+Amounts = dict[str, Decimal]  # resource -> summed effective request
+
+
+class _PodStore:
+    """Non-terminated pods, indexed the way a triage asks for them, kept up to date per event.
+
+    By node: immutable tuples in the API server's list order (namespace, name), plus each
+    node's summed requests (a pod's share is added on ADDED and taken away on DELETED), so a
+    triage takes a shallow copy of two node-keyed maps (O(nodes)) and never walks or copies
+    the pods. By namespace: for the quota's holders, also in list order.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
+        self._by_node: dict[str, tuple[K8sObject, ...]] = {}
+        self._requested: dict[str, Amounts] = {}
+        self._by_namespace: dict[str, dict[str, K8sObject]] = {}
+        self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
+
+    def replace(self, items: Iterable[K8sObject]) -> None:
+        fresh = _PodStore()
+        for pod in items:
+            fresh._add(pod)
+        with self._lock:
+            self._pods, self._by_node = fresh._pods, fresh._by_node
+            self._requested, self._by_namespace = fresh._requested, fresh._by_namespace
+            self._unordered = fresh._unordered
+
+    def upsert(self, pod: K8sObject) -> None:
+        with self._lock:
+            self._discard(object_key(pod))
+            self._add(pod)
+
+    def remove(self, pod: K8sObject) -> None:
+        namespace, name = key = object_key(pod)
+        with self._lock:
+            self._discard(key)
+            self._by_namespace.get(namespace, {}).pop(name, None)
+
+    def _add(self, pod: K8sObject) -> None:
+        namespace, name = key = object_key(pod)
+        names = self._by_namespace.setdefault(namespace, {})
+        if is_terminated(pod):  # it left the field selector: the server sends it as DELETED
+            names.pop(name, None)
+            return
+        small = slim_pod(pod)
+        share = sum_requests([small])
+        self._pods[key] = (small, share)
+        if name not in names:
+            self._unordered.add(namespace)
+        names[name] = small  # a known name keeps its place
+        if node_name := small.get("spec", {}).get("nodeName"):
+            on_node = self._by_node.get(node_name, ())
+            at = bisect.bisect_left([object_key(p) for p in on_node], key)
+            self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
+            self._requested[node_name] = _add_amounts(self._requested.get(node_name, {}), share, 1)
+
+    def _discard(self, key: tuple[str, str]) -> None:
+        """Take the pod out of the node index and sums (the namespace index keeps its slot)."""
+        entry = self._pods.pop(key, None)
+        if entry is None:
+            return
+        old, share = entry
+        node_name = old.get("spec", {}).get("nodeName")
+        if not node_name:
+            return
+        rest = tuple(p for p in self._by_node.get(node_name, ()) if p is not old)
+        if rest:
+            self._by_node[node_name] = rest
+            self._requested[node_name] = _add_amounts(self._requested[node_name], share, -1)
+        else:
+            self._by_node.pop(node_name, None)
+            self._requested.pop(node_name, None)
+
+    def by_node_view(self) -> tuple[dict[str, tuple[K8sObject, ...]], dict[str, Amounts]]:
+        with self._lock:
+            return dict(self._by_node), dict(self._requested)
+
+    def nodes_of(self, keys: Iterable[tuple[str, str]]) -> frozenset[str]:
+        """The nodes the cached copies of these pods are bound to."""
+        with self._lock:
+            entries = [self._pods.get(key) for key in keys]
+        return frozenset(node for entry in entries if entry is not None
+                         if (node := entry[0].get("spec", {}).get("nodeName")))
+
+    def in_namespace(self, namespace: str) -> list[K8sObject]:
+        with self._lock:
+            names = self._by_namespace.get(namespace, {})
+            if namespace in self._unordered:
+                names = self._by_namespace[namespace] = dict(sorted(names.items()))
+                self._unordered.discard(namespace)
+            return list(names.values())
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+
+def _add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],
+                 sign: int) -> Amounts:
+    """A new per-node total (the old one may be in a triage's view: never mutate it)."""
+    result = dict(total)
+    for resource, amount in share.items():
+        result[resource] = result.get(resource, Decimal(0)) + sign * amount
+        if not result[resource] and resource != "pods":
+            del result[resource]
+    return result
+
+
+@dataclass(frozen=True)
+class IndexedSnapshot(Snapshot):
+    """A Snapshot whose pod indexes come prebuilt from the watch cache.
+
+    ``pods`` holds only what the ref resolved to, fetched fresh; ``pods_on``, ``requested_on``
+    and ``pods_in`` answer from the cache's per-node lists and sums and the ref namespace's
+    pods, with the base class's meaning and a cold read's order: ``pods_on`` is every pod
+    bound to the node (a fresh copy replaces the cached one, wherever that was; a fetched pod
+    the cache lacks joins, finished or not), ``requested_on`` sums its non-terminated pods.
+    On the few nodes a fetched pod touches (``fetched_nodes``: where it is bound, where the
+    cache still has it) both are worked out from the merged list; everywhere else the cache's
+    own sums are the answer.
+    """
+
+    pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
+    requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
+    namespace_pods: tuple[K8sObject, ...] = ()
+    cached_nodes_of_fetched: frozenset[str] = frozenset()
+
+    @cached_property
+    def fetched_nodes(self) -> frozenset[str]:
+        bound = {name for pod in self.pods if (name := pod.get("spec", {}).get("nodeName"))}
+        return self.cached_nodes_of_fetched | bound
+
+    def pods_on(self, node_name: str) -> list[K8sObject]:
+        cached = self.pods_by_node.get(node_name, ())
+        if node_name not in self.fetched_nodes:
+            return list(cached)
+        # the cached pods, with the fetched copies in their place; by namespace and name, as
+        # the base class orders them
+        fresh = self._pods_by_key
+        return sorted([*(p for p in cached if object_key(p) not in fresh),
+                       *super().pods_on(node_name)], key=object_key)
+
+    def requested_on(self, node_name: str) -> dict[str, Decimal]:
+        if node_name in self.fetched_nodes:
+            return super().requested_on(node_name)
+        return self.requested_by_node.get(node_name) or {"pods": Decimal(0)}
+
+    def pods_in(self, namespace: str) -> list[K8sObject]:
+        cached = [p for p in self.namespace_pods if object_key(p)[0] == namespace]
+        return merge_pods(cached, super().pods_in(namespace))
+
+
+class _Reflector:
+    """List, then watch from the list's resourceVersion; list again on 410 Gone.
+
+    A dropped stream is watched again from the last resourceVersion seen (bookmarks keep it
+    fresh); if that is too old the server says 410 and the store is listed again.
+    """
+
+    def __init__(self, cache: WatchCache, resource: Resource, field_selector: str,
+                 store: _NodeStore | _PodStore) -> None:
+        self.cache = cache
+        self.resource = resource
+        self.field_selector = field_selector
+        self.store = store
+        self.listed = threading.Event()
+        self.resource_version = ""
+        self.lists = 0
+        self.list_error: str | None = None  # why the list that is due keeps failing
+        self._response: Any = None
+        self.thread = threading.Thread(target=self.run, name=f"watch-{resource.plural}",
+                                       daemon=True)
+
+    def run(self) -> None:
+        stop = self.cache.stopped
+        while not stop.is_set():
+            try:
+                if not self.resource_version:
+                    items, self.resource_version = self.cache.reader.list_all(
+                        self.resource, field_selector=self.field_selector,
+                        page_size=self.cache.page_size)
+                    self.store.replace(items)
+                    self.lists += 1
+                    self.list_error = None
+                    self.listed.set()
+                self._watch()
+            except Expired:
+                self.resource_version = ""
+            except ClusterError as exc:
+                if stop.is_set():
+                    return
+                self.cache.last_error = str(exc)
+                if not self.resource_version:
+                    self.list_error = str(exc)
+                log.warning("watch cache: %s", exc)
+                stop.wait(self.cache.retry_delay)
+            except Exception:  # a dead thread would freeze the cache for good
+                if stop.is_set():
+                    return
+                log.exception("watch cache: watching %s failed; listing again",
+                              self.resource.plural)
+                self.resource_version = ""
+                stop.wait(self.cache.retry_delay)
+
+    def _watch(self) -> None:
+        events = self.cache.reader.watch(
+            self.resource, self.resource_version, field_selector=self.field_selector,
+            timeout_seconds=self.cache.watch_seconds, on_open=self._opened)
+        try:
+            with closing(events):  # an ERROR event ends the stream here: free its connection
+                for event in events:
+                    self._apply(event)
+        finally:
+            self._response = None
+
+    def _apply(self, event: K8sObject) -> None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Expired(obj.get("message", ""))
+            raise ClusterError(f"The Kubernetes API server at {self.cache.reader.server} "
+                               f"ended the watch of {self.resource.plural}: "
+                               f"{one_line(str(obj.get('message', '')))}.")
+        if kind == "ADDED" or kind == "MODIFIED":
+            self.store.upsert(obj)
+        elif kind == "DELETED":
+            self.store.remove(obj)
+        self.resource_version = obj.get("metadata", {}).get("resourceVersion") or \
+            self.resource_version
+
+    def _opened(self, response: Any) -> None:
+        self._response = response
+        if self.cache.stopped.is_set():
+            self.close()
+
+    def close(self) -> None:
+        """Unblock a stream that is waiting for the server (``stop()``)."""
+        response = self._response
+        if response is None:
+            return
+        with suppress(ValueError, RuntimeError, OSError):  # the stream ended on its own
+            response.shutdown()
+
+
+class WatchCache:
+    """Nodes and non-terminated pods, kept current by list + watch in two threads."""
+
+    def __init__(self, api_client: ApiClient, timeout: float = DEFAULT_TIMEOUT,
+                 page_size: int = DEFAULT_PAGE_SIZE, watch_seconds: int = 300,
+                 retry_delay: float = 2.0) -> None:
+        self.reader = ClusterReader(api_client, timeout)
+        self.page_size = page_size
+        self.watch_seconds = watch_seconds
+        self.retry_delay = retry_delay
+        self.stopped = threading.Event()
+        self.last_error: str | None = None
+        self.nodes = _NodeStore()
+        self.pods = _PodStore()
+        self._reflectors = (
+            _Reflector(self, NODES, "", self.nodes),
+            _Reflector(self, PODS, NON_TERMINATED, self.pods),
+        )
+
+    def start(self) -> None:
+        for reflector in self._reflectors:
+            reflector.thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stopped.set()
+        for reflector in self._reflectors:
+            reflector.close()
+        for reflector in self._reflectors:
+            if reflector.thread.is_alive():
+                reflector.thread.join(timeout)
+
+    @property
+    def ready(self) -> bool:
+        """True once nodes and pods have each been listed in full."""
+        return all(r.listed.is_set() for r in self._reflectors)
+
+    def wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        return all(r.listed.wait(max(deadline - time.monotonic(), 0.0)) for r in self._reflectors)
+
+    @property
+    def lists(self) -> int:
+        """How many full lists were made (1 per resource, more after 410 Gone)."""
+        return sum(r.lists for r in self._reflectors)
+
+    def snapshot_for(self, ref: PodRef, cluster: str = "") -> IndexedSnapshot:
+        """The Snapshot for one triage: per-ref reads from the API, nodes and pods from memory."""
+        if not self.ready:
+            # a first list that keeps failing (forbidden, unreachable) is the answer, not "wait"
+            failing = next((r.list_error for r in self._reflectors
+                            if r.list_error and not r.listed.is_set()), None)
+            raise ClusterError(failing or "gpuwhy is still loading the cluster's nodes and "
+                               "pods; try again in a minute.")
+        found = read_ref_objects(self.reader, ref, self.page_size)
+        quotas, runtime_classes = namespace_policy(self.reader, ref.namespace, self.page_size,
+                                                    found.problems)
+        by_node, requested = self.pods.by_node_view()
+        return IndexedSnapshot(
+            nodes=self.nodes.view(), pods=found.pods, events=found.events,
+            resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
+            cluster=cluster or self.reader.server, problems=tuple(found.problems),
+            pods_by_node=by_node,
+            requested_by_node=requested,
+            namespace_pods=tuple(self.pods.in_namespace(ref.namespace)),
+            cached_nodes_of_fetched=self.pods.nodes_of(object_key(p) for p in found.pods))
