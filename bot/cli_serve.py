@@ -26,13 +26,16 @@ from bot.serve import (
     EVENTS_PATH,
     HEALTH_PATH,
     READY_PATH,
-    SlackHTTPServer,
+    Readiness,
+    SlackEndpoint,
+    cluster_check,
     digest_thread,
     flush_thread,
-    source_ready,
+    http_routes,
 )
 from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store, StoreError, database_url
+from bot.web import HTTPServer
 from triage.errors import ClusterError
 from triage.snapshot import SnapshotError
 
@@ -80,9 +83,10 @@ def run_serve(args: argparse.Namespace) -> int:
         source = _source(args, config)
         state = BotState(config=config, source=source, store=store)
         app = bolt_app(state, client, signing_secret=secret)
-        ready_source = source
-        server = SlackHTTPServer((args.host, args.port), None if app_token else app,
-                                 lambda: source_ready(ready_source))
+        endpoint = SlackEndpoint(app, secret) if secret and not app_token else None
+        readiness = Readiness({"cluster": cluster_check(source)})
+        server = HTTPServer(args.host, args.port,
+                            http_routes(slack=endpoint, readiness=readiness))
         handler = SocketModeHandler(app, app_token) if app_token else None
         digest = digest_thread(store, client, config.digest, stop) if config.digest.channel \
             else None

@@ -1,23 +1,30 @@
-"""Running the Slack app: HTTP (signed requests on /slack/events) or Socket Mode, health checks,
-the weekly digest thread and the retry of unstored incidents."""
+"""Running the Slack app: the HTTP routes of `gpuwhy serve` (Slack's signed requests, health
+and readiness), the weekly digest thread and the retry of unstored incidents."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import io
 import logging
 import re
 import threading
-import urllib.parse
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Protocol, runtime_checkable
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
-from slack_bolt import App, BoltRequest
+from slack_bolt import App
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_bolt.request.internals import extract_content_type, parse_body
 from slack_sdk import WebClient
 
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
 from bot.listeners.state import BotState
 from bot.store import Store
+from bot.web import Request, Response, Routes, plain
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +32,9 @@ EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 FLUSH_INTERVAL_S = 60.0
-MAX_BODY = 1 << 20  # Slack payloads are far smaller
-TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
+SIGNATURE_WINDOW_S = 300  # Slack's: a request older or newer than this is refused
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 
 
 @runtime_checkable
@@ -41,72 +48,110 @@ def source_ready(source: object) -> bool:
     return source.ready() if isinstance(source, ReadinessSource) else True
 
 
-class SlackHTTPServer(ThreadingHTTPServer):
-    """Health checks always; Slack's events, commands and actions when ``app`` is given."""
+@dataclass(frozen=True)
+class Check:
+    """One line of /readyz: ``ready`` false makes the whole answer 503."""
 
-    daemon_threads = True
-    request_queue_size = 128  # the default 5 resets connections when Slack sends a burst
-
-    def __init__(self, address: tuple[str, int], app: App | None,
-                 ready: Callable[[], bool]) -> None:
-        super().__init__(address, _Handler)
-        self.app = app
-        self.ready = ready
-
-    @property
-    def port(self) -> int:
-        return int(self.server_address[1])
+    ready: bool
+    detail: str
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: SlackHTTPServer
+class Readiness:
+    """/readyz: 200 when every check is ready, else 503; one line per check either way."""
 
-    def do_GET(self) -> None:
-        path = urllib.parse.urlsplit(self.path).path
-        if path == HEALTH_PATH:
-            self._send(200, b"ok\n")
-        elif path == READY_PATH:
-            ready = self.server.ready()
-            self._send(200 if ready else 503, b"ready\n" if ready else b"not ready\n")
-        else:
-            self._send(404, b"not found\n")
+    def __init__(self, checks: Mapping[str, Callable[[], Check]]) -> None:
+        self.checks = dict(checks)
 
-    def do_POST(self) -> None:
-        parts = urllib.parse.urlsplit(self.path)
-        if parts.path != EVENTS_PATH or self.server.app is None:
-            self._send(404, b"not found\n")
-            return
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self._send(413, b"too large\n")
-            return
-        stamp = self.headers.get(TIMESTAMP_HEADER)
-        if stamp is not None and not _TIMESTAMP.fullmatch(stamp):
-            # Unchecked, bolt's signature check fails on it with a 500 and a traceback.
-            self._send(401, b"invalid request\n")
-            return
-        body = self.rfile.read(length).decode("utf-8", errors="replace")
-        headers: dict[str, Any] = {name: self.headers.get_all(name) for name in self.headers}
-        response = self.server.app.dispatch(
-            BoltRequest(body=body, query=parts.query, headers=headers))
-        self.send_response(response.status)
-        for name, values in response.headers.items():
-            for value in values:
-                self.send_header(name, value)
-        data = response.body.encode("utf-8")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def respond(self, request: Request) -> Response:
+        results = {name: check() for name, check in self.checks.items()}
+        ready = all(result.ready for result in results.values())
+        lines = ["ready" if ready else "not ready",
+                 *(f"{name}: {result.detail}" for name, result in results.items())]
+        return Response(200 if ready else 503, "\n".join(lines) + "\n")
 
-    def _send(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)
+def cluster_check(source: object) -> Callable[[], Check]:
+    def check() -> Check:
+        if source_ready(source):
+            return Check(True, "ready")
+        return Check(False, "loading (the watch cache has not listed nodes and pods yet)")
+    return check
+
+
+def healthz(request: Request) -> Response:
+    return Response(200, "ok\n")
+
+
+class SlackEndpoint:
+    """POST /slack/events: Slack's signature checked on the raw bytes, then bolt's WSGI adapter.
+
+    Nothing parses a body before its signature holds, so an unsigned body costs an HMAC and
+    nothing else; a signed body that does not parse is a 400 and one log line.
+    """
+
+    def __init__(self, app: App, signing_secret: str,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.bolt = SlackRequestHandler(app, path=EVENTS_PATH)
+        self.secret = signing_secret.encode("utf-8")
+        self.clock = clock
+
+    def __call__(self, environ: WSGIEnvironment,
+                 start_response: StartResponse) -> Iterable[bytes]:
+        request = Request.from_environ(environ)
+        refusal = self.refusal(request)
+        if refusal is not None:
+            return refusal.send(start_response)
+        return self.bolt({**environ, "wsgi.input": io.BytesIO(request.body)}, start_response)
+
+    def refusal(self, request: Request) -> Response | None:
+        problem = self.signature_problem(request)
+        if problem is not None:
+            log.info("refused a request from %s: %s", request.client, problem)
+            return Response(401, "invalid request\n")
+        problem = body_problem(request)
+        if problem is not None:
+            log.warning("refused a signed request from %s: the body %s", request.client, problem)
+            return Response(400, "bad request\n")
+        return None
+
+    def signature_problem(self, request: Request) -> str | None:
+        stamp = request.headers.get("x-slack-request-timestamp", "")
+        signature = request.headers.get("x-slack-signature", "")
+        if not _TIMESTAMP.fullmatch(stamp) or not _SIGNATURE.fullmatch(signature):
+            return "no Slack signature"
+        if abs(self.clock() - int(stamp)) > SIGNATURE_WINDOW_S:
+            return "signature timestamp outside the 5-minute window"
+        expected = hmac.new(self.secret, b"v0:" + stamp.encode() + b":" + request.body,
+                            hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(f"v0={expected}", signature):
+            return "signature does not match"
+        return None
+
+
+def body_problem(request: Request) -> str | None:
+    """Why bolt could not read this body, parsed the way bolt parses it; None when it can."""
+    try:
+        text = request.body.decode("utf-8")
+        content_type = extract_content_type({k: [v] for k, v in request.headers.items()})
+        payload = parse_body(text, content_type)
+    except UnicodeDecodeError:
+        return "is not UTF-8"
+    except RecursionError:
+        return "is nested too deeply"
+    except ValueError as exc:
+        return f"does not parse ({type(exc).__name__})"
+    return None if isinstance(payload, dict) else "is not an object"
+
+
+def http_routes(*, slack: SlackEndpoint | None, readiness: Readiness) -> Routes:
+    """Every HTTP endpoint of `gpuwhy serve`: adding one is adding its line here."""
+    routes: dict[tuple[str, str], WSGIApplication] = {
+        ("GET", HEALTH_PATH): plain(healthz),
+        ("GET", READY_PATH): plain(readiness.respond),
+    }
+    if slack is not None:  # in Socket Mode Slack's requests come over the websocket
+        routes["POST", EVENTS_PATH] = slack
+    return routes
 
 
 def digest_thread(store: Store, client: WebClient, schedule: DigestSchedule,

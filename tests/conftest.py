@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.slackfake import FakeSlack
 from triage.snapshot import DUMP_FILES, Snapshot
 
 # The database_url (SQLite file and PostgreSQL), own_postgres and store fixtures.
@@ -57,3 +58,11 @@ def to_snapshot() -> Callable[[dict[str, list[dict[str, Any]]]], Snapshot]:
     def build(lists: dict[str, list[dict[str, Any]]]) -> Snapshot:
         return Snapshot(**copy.deepcopy(lists))
     return build
+
+
+@pytest.fixture
+def slack() -> Iterator[FakeSlack]:
+    """A local Slack Web API (and response_url target) recording every call."""
+    fake = FakeSlack()
+    yield fake
+    fake.close()

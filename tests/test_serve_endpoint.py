@@ -1,5 +1,6 @@
-"""The HTTP endpoint `gpuwhy serve` runs (SlackHTTPServer), in this process: Slack's 3-second
-ack rule under slow triage, signatures, retries, health and readiness."""
+"""The HTTP endpoint `gpuwhy serve` runs (bot.web.HTTPServer with serve's routes), in this
+process: Slack's 3-second ack rule under slow triage, signatures, retries, health and
+readiness."""
 
 from __future__ import annotations
 
@@ -12,15 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
+from slack_bolt import App
 from test_slack_app import CHANNEL, SECRET, make_app, simple_source, web_calls
 
 from bot.app import bolt_app, slack_client
 from bot.config import BotConfig
 from bot.listeners.state import BotState
-from bot.serve import MAX_BODY, SlackHTTPServer, source_ready
+from bot.serve import Readiness, SlackEndpoint, cluster_check, http_routes, source_ready
 from bot.sources import SnapshotSource
 from bot.store import Store
+from bot.web import HTTPLimits, HTTPServer
 from tests.slackfake import FakeSlack, command_body, http, message_event, sign
 from triage.refs import PodRef
 from triage.verdict import Verdict
@@ -29,23 +31,20 @@ FORM = "application/x-www-form-urlencoded"
 SLACK_ACK_LIMIT = 3.0
 
 
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack()
-    yield fake
-    fake.close()
-
-
 @contextmanager
-def serving(app: object, ready: object = lambda: True) -> Iterator[int]:
-    server = SlackHTTPServer(("127.0.0.1", 0), app, ready)  # type: ignore[arg-type]
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+def serving(app: App | None, source: object = None,
+            limits: HTTPLimits | None = None) -> Iterator[int]:
+    """serve's routes on a free port: Slack's endpoint for ``app`` (None: Socket Mode)."""
+    endpoint = SlackEndpoint(app, SECRET) if app is not None else None
+    routes = http_routes(slack=endpoint, readiness=Readiness({"cluster": cluster_check(source)}))
+    server = HTTPServer("127.0.0.1", 0, routes, limits or HTTPLimits())
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield server.port
     finally:
         server.shutdown()
-        server.server_close()
+        thread.join(5)
 
 
 class StuckSource:
@@ -173,11 +172,13 @@ class WarmingSource:
 
 def test_readyz_is_false_until_the_source_is_ready() -> None:
     source = WarmingSource()
-    with serving(None, lambda: source_ready(source)) as port:
+    with serving(None, source) as port:
         assert http(port, "/healthz") == (200, "ok\n")
-        assert http(port, "/readyz") == (503, "not ready\n")
+        assert http(port, "/readyz") == (
+            503, "not ready\ncluster: loading (the watch cache has not listed nodes and pods "
+                 "yet)\n")
         source.loaded.set()
-        assert http(port, "/readyz") == (200, "ready\n")
+        assert http(port, "/readyz") == (200, "ready\ncluster: ready\n")
         assert http(port, "/healthz?probe=1") == (200, "ok\n")
 
 
@@ -189,8 +190,7 @@ def test_the_endpoint_refuses_what_is_not_slack(slack: FakeSlack) -> None:
     with serving(make_app(slack, simple_source())) as port:
         assert http(port, "/slack/other", "x")[0] == 404
         assert http(port, "/nope")[0] == 404
-        # Refused on the declared length, before a byte of the body is read.
-        assert post(port, "x", **{"Content-Length": str(MAX_BODY + 1)})[0] == 413
+        assert http(port, "/healthz", "x")[0] == 405
     with serving(None) as port:  # Socket Mode: Slack's requests come over the websocket
         body = command_body("research/full")
         assert post(port, body, **signed(body))[0] == 404

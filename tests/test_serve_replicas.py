@@ -24,13 +24,6 @@ JSON = "application/json"
 
 
 @pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack()
-    yield fake
-    fake.close()
-
-
-@pytest.fixture
 def replicas(database_url: str) -> Iterator[tuple[Store, Store]]:
     """Two stores on one database, as two serve processes open it."""
     first, second = Store(database_url), Store(database_url)

@@ -7,7 +7,6 @@ import logging
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,6 @@ from bot.listeners.state import BotState
 from bot.serve import flush_thread
 from bot.store import Store
 from tests.slackfake import FakeSlack, ServeProcess, command_body
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack()
-    yield fake
-    fake.close()
 
 
 def rename_table(store: Store, old: str, new: str) -> None:

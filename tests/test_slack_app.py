@@ -7,7 +7,7 @@ import logging
 import sqlite3
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -85,13 +85,6 @@ def simple_source() -> FixedSource:
 @pytest.fixture(scope="module")
 def seven_states() -> SnapshotSource:
     return SnapshotSource(SEVEN_STATES)
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack()
-    yield fake
-    fake.close()
 
 
 def make_app(slack: FakeSlack, source: Any, *, store: Store | None = None,
