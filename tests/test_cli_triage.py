@@ -35,6 +35,10 @@ def test_json_is_exactly_the_verdict(capsys: pytest.CaptureFixture[str]) -> None
 @pytest.mark.parametrize(("argv", "code", "says"), [
     (["triage", "nonamespace", "--snapshot", SEVEN], 2, "usage: gpuwhy triage"),
     (["triage", "Bad/Name", "--snapshot", SEVEN], 2, "not a valid namespace"),
+    (["triage", "research/full", "extra", "--snapshot", SEVEN], 2,
+     "gpuwhy: usage: gpuwhy triage NAMESPACE/POD  (also: NAMESPACE POD, -n NAMESPACE POD, "
+     "pod/POD -n NAMESPACE)"),
+    (["triage", "research/full\nml/x", "--snapshot", SEVEN], 2, "usage: gpuwhy triage"),
     (["triage", "a/b", "--snapshot", "/nonexistent/dir"], 3, "not a directory"),
 ])
 def test_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], code: int,

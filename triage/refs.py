@@ -12,6 +12,7 @@ _KIND_PREFIXES = ("pod/", "pods/", "po/", "job/", "jobs/", "deployment/", "deplo
                   "deployments/", "statefulset/", "sts/", "statefulsets/", "replicaset/",
                   "rs/", "replicasets/", "daemonset/", "ds/", "daemonsets/")
 MAX_INPUT = 300
+_LINE_BREAK = re.compile(r"[\r\n\v\f\u2028\u2029]")
 
 USAGE = ("usage: /gpuwhy NAMESPACE/POD  "
          "(also: NAMESPACE POD, -n NAMESPACE POD, pod/POD -n NAMESPACE)")
@@ -33,6 +34,9 @@ class PodRef:
 def parse_ref(text: str) -> PodRef:
     if len(text) > MAX_INPUT:
         raise RefError(f"that is {len(text)} characters; a pod reference is shorter. {USAGE}")
+    if _LINE_BREAK.search(text.strip()):
+        # A pasted block (kubectl output, several refs) names no single pod.
+        raise RefError(USAGE)
     words = text.split()
     namespace, rest = _take_namespace_flag(words)
     if namespace is None and len(rest) == 1 and "/" in rest[0]:
@@ -41,7 +45,7 @@ def parse_ref(text: str) -> PodRef:
         if "/" in name:
             raise RefError(f"`{_clip(rest[0])}` has more than one `/`. {USAGE}")
         rest = [name]
-    elif namespace is None and len(rest) == 2:
+    elif namespace is None and len(rest) == 2 and "/" not in rest[0]:
         namespace, rest = rest[0], rest[1:]
     if namespace is None or len(rest) != 1:
         raise RefError(USAGE)
