@@ -110,9 +110,10 @@ class AnswerView:
     scheduler_summary: str | None
     scheduler_message: str | None
     error: str | None
+    byline: str | None  # ready mrkdwn (bot.byline): who asked, the cluster, the data's age
 
 
-def answer_view(verdict: Verdict) -> AnswerView:
+def answer_view(verdict: Verdict, byline: str | None = None) -> AnswerView:
     is_workload = verdict.kind != "Pod"
     pods = verdict.pods if is_workload else []
     return AnswerView(
@@ -132,17 +133,21 @@ def answer_view(verdict: Verdict) -> AnswerView:
         scheduler_summary=verdict.scheduler_summary,
         scheduler_message=verdict.scheduler_message,
         error=verdict.error,
+        byline=byline,
     )
 
 
-def verdict_blocks(verdict: Verdict) -> list[dict[str, Any]]:
-    """The answer as Block Kit blocks; the button's value is the ref."""
-    return _render_blocks("answer.blocks.j2", answer_view(verdict))
+def verdict_blocks(verdict: Verdict, byline: str | None = None) -> list[dict[str, Any]]:
+    """The answer as Block Kit blocks; the button's value is the ref.
+
+    ``byline`` (already mrkdwn) goes under the headline: a posted answer says who asked.
+    """
+    return _render_blocks("answer.blocks.j2", answer_view(verdict, byline))
 
 
-def verdict_text(verdict: Verdict) -> str:
+def verdict_text(verdict: Verdict, byline: str | None = None) -> str:
     """One-line fallback for notifications and clients that show no blocks."""
-    return _render_text("answer.fallback.j2", answer_view(verdict))
+    return _render_text("answer.fallback.j2", answer_view(verdict, byline))
 
 
 # --- "show devices" -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -22,7 +23,7 @@ from triage.cluster import (
 )
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.refs import PodRef
-from triage.snapshot import Snapshot
+from triage.snapshot import DUMP_FILES, Snapshot
 from triage.verdict import Verdict
 
 log = logging.getLogger("gpuwhy.triage")
@@ -33,6 +34,10 @@ class TriageSource(Protocol):
 
     def triage(self, ref: PodRef) -> Verdict:
         """Answer for one ref; raise triage.errors.ClusterError when the cluster can't be read."""
+        ...
+
+    def as_of(self) -> datetime | None:
+        """When the data the answers come from was read, if not just now (a dump's time)."""
         ...
 
 
@@ -54,9 +59,19 @@ class SnapshotSource:
         self.snapshot = Snapshot.from_dir(directory)
         self.cluster = self.snapshot.cluster
         self.config = config
+        self._as_of = dump_time(Path(directory))
 
     def triage(self, ref: PodRef) -> Verdict:
         return answered("snapshot", lambda: triage(self.snapshot, ref, self.config))
+
+    def as_of(self) -> datetime | None:
+        return self._as_of
+
+
+def dump_time(directory: Path) -> datetime | None:
+    """When a dump directory was written: its newest dump file's modification time."""
+    times = [path.stat().st_mtime for name in DUMP_FILES if (path := directory / name).is_file()]
+    return datetime.fromtimestamp(max(times), UTC) if times else None
 
 
 class LiveSource:
@@ -85,6 +100,9 @@ class LiveSource:
             return triage(snapshot, ref, self.config)
 
         return answered("live", answer)
+
+    def as_of(self) -> datetime | None:
+        return None  # every triage reads the cluster afresh
 
 
 class WatchSource:
@@ -125,3 +143,6 @@ class WatchSource:
     def triage(self, ref: PodRef) -> Verdict:
         return answered("watch", lambda: triage(self.cache.snapshot_for(ref, self.cluster), ref,
                                                 self.config))
+
+    def as_of(self) -> datetime | None:
+        return None  # the watch keeps nodes and pods current; the pod itself is read afresh

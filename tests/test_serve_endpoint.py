@@ -11,6 +11,7 @@ import urllib.parse
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 
 from slack_bolt import App
@@ -54,6 +55,9 @@ class StuckSource:
 
     def __init__(self) -> None:
         self.release = threading.Event()
+
+    def as_of(self) -> datetime | None:
+        return None
 
     def triage(self, ref: PodRef) -> Verdict:
         self.release.wait(20)

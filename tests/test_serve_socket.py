@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_slack_app import as_posted
 
 from tests.slackfake import (
     FakeSlack,
@@ -19,14 +20,7 @@ from tests.slackfake import (
 )
 from triage.refs import USAGE
 
-FIXTURES = Path(__file__).parent / "fixtures"
-SEVEN_STATES = str(FIXTURES / "scenarios" / "seven-states")
-
-
-def golden(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((FIXTURES / "golden" / f"{name}.json")
-                                      .read_text(encoding="utf-8"))
-    return data
+SEVEN_STATES = Path(__file__).parent / "fixtures" / "scenarios" / "seven-states"
 
 
 @pytest.fixture
@@ -39,7 +33,9 @@ def slack() -> Iterator[FakeSlack]:
 
 @pytest.fixture
 def served(slack: FakeSlack, tmp_path: Path) -> Iterator[ServeProcess]:
-    process = ServeProcess(["--snapshot", SEVEN_STATES], {
+    # A fresh copy: the dump's files are as old as the copy, so the answer carries no age.
+    dump = shutil.copytree(SEVEN_STATES, tmp_path / "seven-states", copy_function=shutil.copy)
+    process = ServeProcess(["--snapshot", str(dump)], {
         "SLACK_BOT_TOKEN": "xoxb-socket-test", "SLACK_APP_TOKEN": "xapp-socket-test",
         "SLACK_API_URL": slack.api_url,
         "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'gpuwhy.db'}"}, verbose=True)
@@ -69,7 +65,7 @@ def test_socket_mode_gives_the_same_answers(slack: FakeSlack, served: ServeProce
                          command_payload("research/full", response_url=slack.response_url())))
     assert socket.ack_for("env-cmd") == {"envelope_id": "env-cmd"}
     [post] = slack.wait_for("chat.postMessage")
-    want = golden("seven-states--research--full")
+    want = as_posted("seven-states--research--full")
     assert post.params["blocks"] == want["blocks"]
     assert post.params["text"] == want["text"]
     ts = post.answer["ts"]

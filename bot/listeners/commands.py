@@ -10,6 +10,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bot.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_text
+from bot.byline import byline
 from bot.digest import (
     DEFAULT_STATS_WEEKS,
     MAX_WEEKS,
@@ -91,8 +92,9 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
         log.warning("cannot answer %s for %s: %s", ref, user, one_line(exc))
         respond(text=cluster_failure(exc))
         return
-    blocks = verdict_blocks(verdict)
-    text = verdict_text(verdict)
+    line = byline(user, cluster=None, as_of=state.source.as_of(), now=state.clock())
+    blocks = verdict_blocks(verdict, line)
+    text = verdict_text(verdict, line)
     try:
         posted = client.chat_postMessage(channel=channel, text=text, blocks=blocks)
     except SlackApiError as exc:
