@@ -111,6 +111,7 @@ class AnswerView:
     scheduler_message: str | None
     error: str | None
     byline: str | None  # ready mrkdwn (bot.byline): who asked, the cluster, the data's age
+    show_devices: bool  # a button for the devices behind the answer; no pod, no devices
 
 
 def answer_view(verdict: Verdict, byline: str | None = None) -> AnswerView:
@@ -134,6 +135,7 @@ def answer_view(verdict: Verdict, byline: str | None = None) -> AnswerView:
         scheduler_message=verdict.scheduler_message,
         error=verdict.error,
         byline=byline,
+        show_devices=verdict.cause != Cause.POD_NOT_FOUND,
     )
 
 

@@ -36,15 +36,16 @@ def staleness(as_of: datetime | None, now: datetime) -> str | None:
     return f"data {age_text(now - as_of)} old ({stamp})"
 
 
-def byline(asked_by: str, *, cluster: str | None, as_of: datetime | None,
-           now: datetime) -> str:
-    """mrkdwn: "asked by <@U0BOB> · cluster *prod* · data 3 days old (…)".
+def byline(asked_by: str | None, *, cluster: str | None, as_of: datetime | None,
+           now: datetime) -> str | None:
+    """mrkdwn: "asked by <@U0BOB> · cluster *prod* · data 3 days old (…)"; None when empty.
 
-    ``cluster`` is None when the bot serves one cluster (naming it would be noise).
+    ``asked_by`` is None for a private reply (the asker knows), ``cluster`` when the bot
+    serves one cluster (naming it would be noise).
     """
-    parts = [f"asked by {mention(asked_by)}"]
+    parts = [] if asked_by is None else [f"asked by {mention(asked_by)}"]
     if cluster is not None:
         parts.append(f"cluster *{escape_mrkdwn(one_line(cluster), 100)}*")
     if (stale := staleness(as_of, now)) is not None:
         parts.append(f":hourglass: {stale}")
-    return " · ".join(parts)
+    return " · ".join(parts) or None

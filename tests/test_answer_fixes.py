@@ -9,12 +9,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_slack_app import CHANNEL, TRIAGED_AT, ask, make_app
+from test_slack_app import CHANNEL, TRIAGED_AT, ask, make_app, wait_until
 
 from bot.byline import age_text, byline
 from bot.sources import SnapshotSource
+from bot.store import Store
 from tests.slackfake import FakeSlack
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+from triage.suggest import closest_names
 
+HOUR = timedelta(hours=1)
 SEVEN_STATES = Path(__file__).parent / "fixtures" / "scenarios" / "seven-states"
 
 
@@ -64,3 +69,42 @@ def test_ages_are_said_in_their_largest_unit(age: timedelta, text: str) -> None:
 def test_byline_names_the_cluster_and_keeps_a_strange_user_inert() -> None:
     line = byline("<!channel>", cluster="prod <x>", as_of=None, now=TRIAGED_AT)
     assert line == "asked by &lt;!channel&gt; · cluster *prod &lt;x&gt;*"
+
+
+def test_pod_not_found_is_answered_privately(tmp_path: Path, slack: FakeSlack) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+    store.upgrade()
+    app = make_app(slack, SnapshotSource(dump_written(tmp_path, timedelta(0))), store=store)
+    ask(app, slack, "research/typo", user="U0BOB")
+    [reply] = slack.wait_for("response_url")
+    assert reply.params["text"].startswith("🔍 pod-not-found — research/typo: no pod, ")
+    assert [b["type"] for b in reply.params["blocks"]] == ["section", "section", "section"]
+    slack.settle()
+    assert slack.calls_to("chat.postMessage") == []
+    [incident] = wait_until(lambda: store.incidents_between(TRIAGED_AT, TRIAGED_AT + HOUR)
+                            or None)
+    assert (incident.verdict.cause, incident.channel, incident.message_ts) == (
+        "pod-not-found", CHANNEL, None)
+
+
+@pytest.mark.parametrize(("typed", "suggested"), [
+    ("research/ful", ["research/full"]),
+    ("research/fulll", ["research/full"]),
+    ("ml/finetun", ["ml/finetune"]),
+    ("infer/vlm", ["infer/vllm"]),
+    ("team-b/train", ["team-b/train-b"]),
+    ("research/train-a", []),  # ml/train-a is in another namespace
+    ("research/zzzzzzzz", []),
+])
+def test_closest_names_in_the_namespace(typed: str, suggested: list[str]) -> None:
+    assert closest_names(Snapshot.from_dir(SEVEN_STATES), parse_ref(typed)) == suggested
+
+
+def test_closest_names_nearest_first_at_most_three() -> None:
+    snapshot = Snapshot.from_dir(SEVEN_STATES)
+    assert closest_names(snapshot, parse_ref("research/bog")) == ["research/big"]
+    pods = [{"kind": "Pod", "metadata": {"namespace": "lab", "name": name}}
+            for name in ("job-1", "job-2", "job-3", "job-10", "jobs")]
+    crowded = Snapshot(pods=pods)
+    assert closest_names(crowded, parse_ref("lab/job")) == ["lab/job-1", "lab/job-10",
+                                                            "lab/job-2"]

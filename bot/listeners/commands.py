@@ -25,7 +25,7 @@ from bot.listeners.state import BotState
 from bot.store import Store, StoreError
 from triage.errors import ClusterError
 from triage.refs import USAGE, PodRef, RefError, parse_ref
-from triage.vocabulary import CAUSES
+from triage.vocabulary import CAUSES, Cause
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +91,12 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
     except ClusterError as exc:
         log.warning("cannot answer %s for %s: %s", ref, user, one_line(exc))
         respond(text=cluster_failure(exc))
+        return
+    if verdict.cause == Cause.POD_NOT_FOUND:
+        # Mostly a typo: only the asker sees it, with the names it was probably meant to be.
+        line = byline(None, cluster=None, as_of=state.source.as_of(), now=state.clock())
+        respond(text=verdict_text(verdict, line), blocks=verdict_blocks(verdict, line))
+        state.remember(verdict, asked_by=user, channel=channel, message_ts=None)
         return
     line = byline(user, cluster=None, as_of=state.source.as_of(), now=state.clock())
     blocks = verdict_blocks(verdict, line)

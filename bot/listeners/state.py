@@ -92,12 +92,15 @@ class BotState:
     def __post_init__(self) -> None:
         self._recording = None if self.store is None else RecordingStore(self.store)
 
-    def remember(self, verdict: Verdict, *, asked_by: str, channel: str, message_ts: str) -> None:
-        """Keep a posted answer for its thread; a store failure is logged, never raised."""
+    def remember(self, verdict: Verdict, *, asked_by: str, channel: str,
+                 message_ts: str | None) -> None:
+        """Keep a posted answer for its thread (``message_ts`` None: a private reply, which has
+        none) and record it; a store failure is logged, never raised."""
         now = self.clock()
-        self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
+        if message_ts is not None:
+            self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
         log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
-                 channel, message_ts)
+                 channel, message_ts or "(private)")
         ANSWERS.labels(verdict.cause, SLACK_SOURCE).inc()
         if self._recording is not None:
             self._recording.record(verdict, cluster=self.source.cluster, asked_by=asked_by,
