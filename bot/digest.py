@@ -298,23 +298,40 @@ def digest_blocks(digest: Digest) -> Blocks:
     return _render_blocks("digest.blocks.j2", digest=digest)
 
 
-def _stats(store: Store, weeks: int, now: datetime, timezone: str) -> Stats:
+@dataclass(frozen=True)
+class Scope:
+    """Which incidents stats count: all, or those a channel may see (its namespaces)."""
+
+    namespaces: Callable[[str], bool] | None = None
+    label: str = ""  # said in the table's title: "namespaces research, ml"
+
+    def keeps(self, incident: StoredIncident) -> bool:
+        return self.namespaces is None or self.namespaces(incident.verdict.ref.partition("/")[0])
+
+
+EVERYTHING = Scope()
+
+
+def _stats(store: Store, weeks: int, now: datetime, timezone: str, scope: Scope) -> Stats:
     tz = load_timezone(timezone)
     start = add_weeks(week_start(now, tz), 1 - weeks)
-    return compute_stats(store.incidents_between(start, now + timedelta(microseconds=1)),
-                         now, tz, weeks)
+    incidents = store.incidents_between(start, now + timedelta(microseconds=1))
+    return compute_stats([i for i in incidents if scope.keeps(i)], now, tz, weeks)
 
 
-def stats_text(store: Store, weeks: int, now: datetime, timezone: str = "UTC") -> str:
+def stats_text(store: Store, weeks: int, now: datetime, timezone: str = "UTC",
+               scope: Scope = EVERYTHING) -> str:
     """`gpuwhy stats` / the fallback text of `/gpuwhy stats`; raises StoreError, DigestError."""
-    return _render("stats.txt.j2", stats=_stats(store, weeks, now, timezone))
+    return _render("stats.txt.j2", stats=_stats(store, weeks, now, timezone, scope),
+                   scope=scope.label)
 
 
-def stats_blocks(store: Store, weeks: int, now: datetime, timezone: str = "UTC") -> Blocks:
+def stats_blocks(store: Store, weeks: int, now: datetime, timezone: str = "UTC",
+                 scope: Scope = EVERYTHING) -> Blocks:
     """Block Kit for `/gpuwhy stats [weeks]`; raises StoreError, DigestError."""
-    stats = _stats(store, weeks, now, timezone)
+    stats = _stats(store, weeks, now, timezone, scope)
     return _render_blocks("stats.blocks.j2", stats=stats,
-                          table=_render("stats.txt.j2", stats=stats))
+                          table=_render("stats.txt.j2", stats=stats, scope=scope.label))
 
 
 def load_digest(store: Store, start: datetime, tz: ZoneInfo, weeks: int = 1) -> Digest:

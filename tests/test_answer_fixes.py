@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import re
 import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from test_slack_app import CHANNEL, TRIAGED_AT, ask, make_app, wait_until
+from test_slack_app import (
+    CHANNEL,
+    TRIAGED_AT,
+    ask,
+    dispatch,
+    event_body,
+    make_app,
+    wait_until,
+)
 
 from bot.byline import age_text, byline
+from bot.config import BotConfig
 from bot.sources import SnapshotSource
 from bot.store import Store
+from bot.visibility import hide_text
 from tests.slackfake import FakeSlack
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
@@ -108,3 +121,84 @@ def test_closest_names_nearest_first_at_most_three() -> None:
     crowded = Snapshot(pods=pods)
     assert closest_names(crowded, parse_ref("lab/job")) == ["lab/job-1", "lab/job-10",
                                                             "lab/job-2"]
+
+
+# --- pods of other namespaces are counted, not named -------------------------------------------
+
+RESEARCH_ONLY = BotConfig(database_url="sqlite://",
+                          channels={CHANNEL: ("research",), "C0ALL": ("*",)})
+
+
+def test_holders_in_other_namespaces_are_not_named(slack: FakeSlack,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="bot.listeners.state")
+    app = make_app(slack, SnapshotSource(SEVEN_STATES), config=RESEARCH_ONLY)
+    ask(app, slack, "research/full")
+    [post] = slack.wait_for("chat.postMessage")
+    ts = post.answer["ts"]
+    wait_until(lambda: f"ts {ts}" in caplog.text or None)  # remembered for its thread
+    said = json.dumps(post.params, ensure_ascii=False)
+    assert "train-a" not in said and "team-b" not in said
+    assert post.params["blocks"][2]["text"]["text"] == (
+        "*Next:* gpu-a10-full has 2/2 nvidia.com/gpu held by 2 pods in other namespaces "
+        "(2 pods in other namespaces are finished and hold nothing). Wait for them to finish, "
+        "or relax nodeSelector pool=a10-full: gpu-a100-1 has 2 free; or add capacity.")
+    assert post.params["blocks"][3]["text"]["text"].startswith(
+        "*Evidence*\n• Node/gpu-a10-full · status.allocatable[nvidia.com/gpu] − requests: "
+        "2/2 nvidia.com/gpu held by 2 pods in other namespaces\n")
+    dispatch(app, event_body("show devices", thread_ts=ts, event_id="Ev-hidden"),
+             content_type="application/json")
+    devices = slack.wait_for("chat.postMessage", 2)[1]
+    table = devices.params["blocks"][2]["text"]["text"]
+    assert "train-a" not in table and "team-b" not in table
+    assert re.split(r"\s{2,}", table.splitlines()[1]) == [
+        "#0", "-", "NVIDIA-A10", "?/23028", "-", "-", "2 pods in other namespaces", "exhausted"]
+
+
+def test_a_channel_for_every_namespace_sees_the_names(slack: FakeSlack) -> None:
+    app = make_app(slack, SnapshotSource(SEVEN_STATES), config=RESEARCH_ONLY)
+    ask(app, slack, "research/full", channel="C0ALL")
+    [post] = slack.wait_for("chat.postMessage")
+    assert "held by ml/train-a, team-b/train-b (team-b/crashed and team-b/done are finished" \
+        in post.params["blocks"][2]["text"]["text"]
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("held by ml/train-a, team-b/train-b.", "held by 2 pods in other namespaces."),
+    ("held by research/a, ml/b and team-b/c", "held by research/a and 2 pods in other namespaces"),
+    ("(ml/x is finished)", "(1 pod in another namespace is finished)"),
+    ("requests.nvidia.com/gpu 1/1 used (research/a)", "requests.nvidia.com/gpu 1/1 used "
+                                                      "(research/a)"),
+    ("2/2 amd.com/gpu, hami.io/vgpu-node, 0/6 nodes", "2/2 amd.com/gpu, hami.io/vgpu-node, "
+                                                      "0/6 nodes"),
+    ("Node/gpu-1 and ResourceQuota research/q", "Node/gpu-1 and ResourceQuota research/q"),
+    ("https://ml/x and ml/x/y", "https://ml/x and ml/x/y"),
+])
+def test_hide_text(text: str, shown: str) -> None:
+    assert hide_text(text, lambda namespace: namespace == "research") == shown
+
+
+def test_stats_in_a_restricted_channel_count_only_its_namespaces(tmp_path: Path,
+                                                                  slack: FakeSlack) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+    store.upgrade()
+    source = SnapshotSource(SEVEN_STATES)
+    for ref, channel in (("research/full", "C0ALL"), ("ml/finetune", "C0ALL"),
+                         ("infer/vllm", "C0ALL"), ("research/big", CHANNEL)):
+        store.record(source.triage(parse_ref(ref)), cluster="seven-states", asked_by="U0BOB",
+                     source="slack", channel=channel, message_ts=f"1.{len(ref)}", at=TRIAGED_AT)
+    app = make_app(slack, source, store=store, config=RESEARCH_ONLY)
+    ask(app, slack, "stats 1")
+    ask(app, slack, "stats 1", channel="C0ALL")
+    # The two answers come back in either order; the restricted one says its namespaces.
+    everything, restricted = sorted(reply.params["text"]
+                                    for reply in slack.wait_for("response_url", 2))
+    assert restricted.splitlines()[:5] == [
+        "gpuwhy answers per week (UTC) · namespaces research",
+        "cause     2026-W49*",
+        "too-large         1",
+        "exhausted         1",
+        "total             2",
+    ]
+    assert everything.splitlines()[0] == "gpuwhy answers per week (UTC)"
+    assert everything.splitlines()[-2].split() == ["total", "4"]

@@ -15,6 +15,7 @@ from bot.digest import (
     DEFAULT_STATS_WEEKS,
     MAX_WEEKS,
     DigestError,
+    Scope,
     parse_weeks,
     stats_blocks,
     stats_text,
@@ -92,15 +93,16 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
         log.warning("cannot answer %s for %s: %s", ref, user, one_line(exc))
         respond(text=cluster_failure(exc))
         return
-    if verdict.cause == Cause.POD_NOT_FOUND:
-        # Mostly a typo: only the asker sees it, with the names it was probably meant to be.
-        line = byline(None, cluster=None, as_of=state.source.as_of(), now=state.clock())
-        respond(text=verdict_text(verdict, line), blocks=verdict_blocks(verdict, line))
+    # pod-not-found is mostly a typo: only the asker sees it, with the names it may have meant.
+    private = verdict.cause == Cause.POD_NOT_FOUND
+    shown = state.shown_in(channel, verdict)
+    line = byline(None if private else user, cluster=None, as_of=state.source.as_of(),
+                  now=state.clock())
+    blocks, text = verdict_blocks(shown, line), verdict_text(shown, line)
+    if private:
+        respond(text=text, blocks=blocks)
         state.remember(verdict, asked_by=user, channel=channel, message_ts=None)
         return
-    line = byline(user, cluster=None, as_of=state.source.as_of(), now=state.clock())
-    blocks = verdict_blocks(verdict, line)
-    text = verdict_text(verdict, line)
     try:
         posted = client.chat_postMessage(channel=channel, text=text, blocks=blocks)
     except SlackApiError as exc:
@@ -133,16 +135,18 @@ def answer_stats(state: BotState, ack: Ack, respond: Respond, channel: str, user
         ack(text=NO_STORE)
         return
     ack()
+    scope = state.stats_scope(channel)
     state.later(f"stats for {user} in {channel}",
-                lambda: post_stats(state, store, respond, weeks),
+                lambda: post_stats(state, store, respond, weeks, scope),
                 respond)
 
 
-def post_stats(state: BotState, store: Store, respond: Respond, weeks: int) -> None:
+def post_stats(state: BotState, store: Store, respond: Respond, weeks: int,
+               scope: Scope) -> None:
     now, timezone = state.clock(), state.config.digest.timezone
     try:
-        text = stats_text(store, weeks, now, timezone)
-        blocks = stats_blocks(store, weeks, now, timezone)
+        text = stats_text(store, weeks, now, timezone, scope)
+        blocks = stats_blocks(store, weeks, now, timezone, scope)
     except (StoreError, DigestError) as exc:
         respond(text=escape_mrkdwn(one_line(exc), 2000))
         return

@@ -13,10 +13,12 @@ from datetime import UTC, datetime
 from slack_bolt import Respond
 
 from bot.config import BotConfig
+from bot.digest import EVERYTHING, Scope
 from bot.listeners.replies import APOLOGY
 from bot.metrics import ANSWERS
 from bot.sources import TriageSource
 from bot.store import RecordingStore, Store, StoreError
+from bot.visibility import visible_verdict
 from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -157,16 +159,34 @@ class BotState:
         self.flush()
 
     def answer_for_thread(self, channel: str, thread_ts: str) -> PostedAnswer | None:
-        """The gpuwhy answer that opened this thread, or None when it is not one of ours."""
+        """The gpuwhy answer that opened this thread, as this channel may see it, or None when
+        it is not one of ours."""
         posted = self.recent.get(channel, thread_ts)
-        if posted is not None or self.store is None:
-            return posted
-        try:
-            incident = self.store.incident_for_thread(channel, thread_ts)
-        except StoreError as exc:
-            log.warning("incident store: cannot look up thread %s/%s: %s", channel, thread_ts, exc)
+        if posted is None and self.store is not None:
+            try:
+                incident = self.store.incident_for_thread(channel, thread_ts)
+            except StoreError as exc:
+                log.warning("incident store: cannot look up thread %s/%s: %s", channel,
+                            thread_ts, exc)
+                return None
+            if incident is not None:
+                posted = PostedAnswer(incident.verdict, incident.created_at)
+        if posted is None:
             return None
-        return None if incident is None else PostedAnswer(incident.verdict, incident.created_at)
+        return PostedAnswer(self.shown_in(channel, posted.verdict), posted.created_at)
+
+    def shown_in(self, channel: str, verdict: Verdict) -> Verdict:
+        """The Verdict without the names of pods in namespaces the channel may not describe."""
+        return visible_verdict(verdict, lambda namespace: self.config.namespace_allowed(
+            channel, namespace))
+
+    def stats_scope(self, channel: str) -> Scope:
+        """Stats in a channel count only the namespaces it may describe."""
+        allowed = self.config.channels.get(channel, ("*",))
+        if "*" in allowed:
+            return EVERYTHING
+        return Scope(namespaces=frozenset(allowed).__contains__,
+                     label="namespaces " + ", ".join(allowed))
 
     def may_describe(self, channel: str, namespace: str) -> bool:
         return self.config.channel_allowed(channel) and self.config.namespace_allowed(
