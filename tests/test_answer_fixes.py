@@ -7,7 +7,6 @@ import logging
 import os
 import re
 import shutil
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
@@ -34,13 +33,6 @@ from triage.suggest import closest_names
 
 HOUR = timedelta(hours=1)
 SEVEN_STATES = Path(__file__).parent / "fixtures" / "scenarios" / "seven-states"
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack()
-    yield fake
-    fake.close()
 
 
 def dump_written(tmp_path: Path, age: timedelta) -> Path:
