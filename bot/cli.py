@@ -7,6 +7,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 # Modules with a ``register(subparsers)`` function; each sets ``func(args) -> int``.
 COMMAND_MODULES = (
@@ -17,10 +18,18 @@ COMMAND_MODULES = (
 )
 
 
+def installed_version() -> str:
+    try:
+        return metadata.version("gpuwhy")
+    except metadata.PackageNotFoundError:  # run from a source tree without installing
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpuwhy", description="Why won't my GPU pod run? One cause word, one next action."
     )
+    parser.add_argument("--version", action="version", version=f"gpuwhy {installed_version()}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log NodeUnfitPod / NodeFitPod lines (-vv: per device)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -1,7 +1,8 @@
-"""`gpuwhy digest`, `gpuwhy stats` and `gpuwhy db upgrade`.
+"""`gpuwhy digest`, `gpuwhy stats` and `gpuwhy db upgrade|current|prune`.
 
-Exit codes: 0 ok, 2 usage (bad --weeks, --db, config or missing token), 4 the store or Slack
-failed. Every failure is one line on stderr.
+Exit codes: 0 ok, 1 the schema is not at the newest migration (`db current`), 2 usage (bad
+--weeks, --older-than, --db, config or missing token), 4 the store or Slack failed. Every
+failure is one line on stderr.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bot.config import ConfigError, load_config
@@ -29,7 +30,8 @@ from bot.digest import (
 )
 from bot.store import Store, StoreError, StoreURLError, database_url
 
-EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 4
+EXIT_OK, EXIT_BEHIND, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 4
+MAX_PRUNE_DAYS = 36_500
 
 
 def register(subparsers: Any) -> None:
@@ -54,6 +56,22 @@ def register(subparsers: Any) -> None:
     upgrade = db_commands.add_parser("upgrade", help="migrate the schema to the newest version")
     add_db_option(upgrade)
     upgrade.set_defaults(func=run_upgrade)
+    current = db_commands.add_parser(
+        "current", help="the schema's migration and the newest one (exit 1 when they differ)")
+    add_db_option(current)
+    current.set_defaults(func=run_current)
+    prune = db_commands.add_parser(
+        "prune", help="delete incidents and claims older than DAYS",
+        description="Delete incidents, Slack event claims and digest claims older than DAYS "
+                    "days. Digest claims of the last two weeks are kept whatever DAYS says, "
+                    "so no digest is posted twice. Pruned incidents leave the digest and stats: "
+                    "prune with more days than the digest looks back.")
+    prune.add_argument("--older-than", required=True, metavar="DAYS",
+                       help=f"age in whole days, 1 to {MAX_PRUNE_DAYS}")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="only count what would be deleted")
+    add_db_option(prune)
+    prune.set_defaults(func=run_prune)
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -68,13 +86,17 @@ def _fail(command: str, message: object, code: int) -> int:
     return code
 
 
-def _with_store(command: str, db: str | None, work: Callable[[Store], int]) -> int:
+def _with_store(command: str, db: str | None, work: Callable[[Store], int], *,
+                upgrade: bool = True) -> int:
+    """Run ``work`` on the store, migrated to the newest schema first unless ``upgrade`` is
+    false."""
     try:
         store = Store(database_url(db))
     except StoreError as exc:
         return _fail(command, exc, EXIT_USAGE if isinstance(exc, StoreURLError) else EXIT_FAILED)
     try:
-        store.upgrade()
+        if upgrade:
+            store.upgrade()
         return work(store)
     except StoreError as exc:
         return _fail(command, exc, EXIT_FAILED)
@@ -88,6 +110,51 @@ def run_upgrade(args: argparse.Namespace) -> int:
         return EXIT_OK
 
     return _with_store("db upgrade", args.db, report)
+
+
+def run_current(args: argparse.Namespace) -> int:
+    def show(store: Store) -> int:
+        revisions = store.revisions()
+        if revisions.at_head:
+            print(f"database {store.url} is at {revisions.current} (the newest)")
+            return EXIT_OK
+        print(f"database {store.url} is at {revisions.current or 'no schema yet'}, the newest "
+              f"is {revisions.head}: run gpuwhy db upgrade")
+        return EXIT_BEHIND
+
+    return _with_store("db current", args.db, show, upgrade=False)
+
+
+def parse_days(text: str) -> int:
+    try:
+        days = int(text.strip())
+    except ValueError:
+        raise ValueError(f"--older-than must be a whole number of days, "
+                         f"not {text.strip()[:20]!r}") from None
+    if not 1 <= days <= MAX_PRUNE_DAYS:
+        raise ValueError(f"--older-than must be from 1 to {MAX_PRUNE_DAYS} days, not {days}")
+    return days
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    try:
+        days = parse_days(args.older_than)
+    except ValueError as exc:
+        return _fail("db prune", exc, EXIT_USAGE)
+    before = datetime.now(UTC) - timedelta(days=days)
+
+    def prune(store: Store) -> int:
+        if args.dry_run and not store.revisions().at_head:  # a dry run changes nothing
+            return _fail("db prune", f"database {store.url} is not at the newest schema; run "
+                         "gpuwhy db upgrade first", EXIT_FAILED)
+        pruned = store.prune(before, dry_run=args.dry_run)
+        verb = "would delete" if args.dry_run else "deleted"
+        print(f"{verb} {pruned.incidents} incidents, {pruned.event_claims} Slack event claims "
+              f"and {pruned.digest_claims} digest claims older than "
+              f"{before.isoformat(timespec='seconds')} from {store.url}")
+        return EXIT_OK
+
+    return _with_store("db prune", args.db, prune, upgrade=not args.dry_run)
 
 
 def run_stats(args: argparse.Namespace) -> int:

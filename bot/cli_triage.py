@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -44,7 +45,10 @@ def register(subparsers: Any) -> None:
     triage_parser.set_defaults(func=run_triage)
 
     demo_parser = subparsers.add_parser(
-        "demo", help="answer for every pod of the bundled demo cluster")
+        "demo", help="answer for every pod of the bundled demo cluster",
+        description="Answer for every pod of the bundled demo cluster and record the answers "
+                    "in a new demo store (a temporary SQLite file; --db URL to choose one), "
+                    "never the default store.")
     demo_parser.add_argument("--blocks", action="store_true",
                              help="also print the Slack Block Kit JSON of one answer")
     _add_store_options(demo_parser)
@@ -110,12 +114,20 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.blocks:
         print(json.dumps(verdict_blocks(verdicts[0]), indent=2, ensure_ascii=False))
     if not args.no_record:
-        store = _record(args.db, verdicts, source.cluster)
+        # Never the user's own store: the demo's answers would mix into the real digest.
+        store = _record(args.db or demo_store_url(), verdicts, source.cluster)
         if store is not None:
             now = datetime.now(UTC)
-            print(f"Recorded {len(verdicts)} answers in {store.url}; this week so far:\n")
+            where = store.url if args.db else f"a new demo store, {store.url}"
+            print(f"Recorded {len(verdicts)} answers in {where}; this week so far:\n")
             print(digest_text(load_digest(store, week_start(now, tz), tz)).rstrip("\n"))
+            store.close()
     return EXIT_OK
+
+
+def demo_store_url() -> str:
+    """A fresh SQLite file in a new temporary directory, left for a look afterwards."""
+    return f"sqlite:///{Path(tempfile.mkdtemp(prefix='gpuwhy-demo-')) / 'demo.db'}"
 
 
 def _record(db: str | None, verdicts: list[Verdict], cluster: str) -> Store | None:

@@ -22,7 +22,9 @@ from typing import Any, cast
 import alembic.command
 import alembic.config
 import alembic.util
-from sqlalchemy import CursorResult, Engine, create_engine, delete, event, select, text
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import CursorResult, Engine, create_engine, delete, event, func, select, text
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import ArgumentError, IntegrityError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
@@ -44,6 +46,8 @@ UPGRADE_LOCK_ID = 0x67707577
 # Slack retries a delivery within minutes; a day-old claim only takes up space.
 EVENT_RETENTION = timedelta(days=1)
 EVENT_PRUNE_INTERVAL = timedelta(hours=1)
+# A digest for week W is claimed during week W+1; two weeks keep every claim that still counts.
+DIGEST_CLAIM_RETENTION = timedelta(days=14)
 # Alembic keeps the running migration in module globals: one migration per process at a time.
 _MIGRATING = threading.Lock()
 
@@ -58,6 +62,23 @@ class StoreURLError(StoreError):
 
 class DuplicateThreadError(StoreError):
     """An incident for this Slack message is already stored."""
+
+
+@dataclass(frozen=True)
+class Revisions:
+    current: str | None  # None: no schema yet
+    head: str | None
+
+    @property
+    def at_head(self) -> bool:
+        return self.current == self.head
+
+
+@dataclass(frozen=True)
+class Pruned:
+    incidents: int
+    event_claims: int
+    digest_claims: int
 
 
 @dataclass(frozen=True)
@@ -222,6 +243,36 @@ class Store:
                 self.engine.begin() as connection:
             _lock_schema(connection)
             alembic.command.upgrade(alembic_config(connection), "head")
+
+    def revisions(self) -> Revisions:
+        """The schema's migration and the newest one this gpuwhy ships; migrates nothing."""
+        script = ScriptDirectory(str(MIGRATIONS_DIR))
+        with self._failures("read the schema version"), self.engine.connect() as connection:
+            current = MigrationContext.configure(connection).get_current_revision()
+        return Revisions(current=current, head=script.get_current_head())
+
+    def prune(self, before: datetime, *, dry_run: bool = False) -> Pruned:
+        """Delete incidents and claims older than ``before`` (or only count them).
+
+        Digest claims younger than DIGEST_CLAIM_RETENTION stay whatever ``before`` says:
+        without last week's claim a restarted bot would post last week's digest again.
+        """
+        claims_before = min(_utc(before), datetime.now(UTC) - DIGEST_CLAIM_RETENTION)
+        conditions = (
+            (Incident, Incident.created_at < _utc(before)),
+            (SlackEvent, SlackEvent.received_at < _utc(before)),
+            (DigestRun, DigestRun.claimed_at < claims_before),
+        )
+        counts = []
+        with self._failures("prune"), self._sessions.begin() as session:
+            for table, condition in conditions:
+                if dry_run:
+                    counts.append(session.scalar(
+                        select(func.count()).select_from(table).where(condition)) or 0)
+                else:
+                    result = session.execute(delete(table).where(condition))
+                    counts.append(cast(CursorResult[Any], result).rowcount)
+        return Pruned(*counts)
 
     def record(
         self,

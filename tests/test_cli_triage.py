@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -66,19 +67,55 @@ def test_verbose_logs_node_lines(capsys: pytest.CaptureFixture[str],
                for m in messages)
 
 
-def test_demo_from_the_installed_command(tmp_path: Path) -> None:
-    env = {**os.environ, "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'demo.db'}"}
-    result = subprocess.run([sys.executable, "-m", "bot.cli", "demo"], capture_output=True,
-                            text=True, env=env, timeout=120, check=False)
+def _demo(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`gpuwhy demo` with a default store (GPUWHY_DATABASE_URL) that already has answers."""
+    default = tmp_path / "default.db"
+    assert main(["triage", "research/big", "--snapshot", SEVEN,
+                 "--db", f"sqlite:///{default}"]) == 0
+    env = {**os.environ, "GPUWHY_DATABASE_URL": f"sqlite:///{default}",
+           "TMPDIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-m", "bot.cli", "demo", *args],
+                            capture_output=True, text=True, env=env, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    with sqlite3.connect(default) as connection:
+        assert connection.execute("SELECT count(*) FROM incidents").fetchone() == (1,)
+    return result
+
+
+def _causes(path: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(path) as connection:
+        return connection.execute("SELECT cause, source FROM incidents").fetchall()
+
+
+def test_demo_records_into_its_own_store(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    result = _demo(tmp_path)
     for line in ("🔒 quota-exceeded — ml/finetune (Job)", "⛔ too-large — research/big",
                  "🔍 pod-not-found — research/typo", "✅ scheduled — research/ok"):
         assert line in result.stdout
-    assert "Traceback" not in result.stderr
+    # Only the demo's own answers, whatever the default store holds.
     assert "gpuwhy digest 20" in result.stdout and "11 answers" in result.stdout
-    with sqlite3.connect(tmp_path / "demo.db") as connection:
-        rows = connection.execute("SELECT cause, source FROM incidents").fetchall()
+    [demo_db] = tmp_path.glob("gpuwhy-demo-*/demo.db")
+    assert f"Recorded 11 answers in a new demo store, sqlite:///{demo_db};" in result.stdout
+    rows = _causes(demo_db)
     assert len(rows) == 11 and ("too-large", "cli") in rows
+
+
+def test_demo_records_where_db_says(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    chosen = tmp_path / "chosen.db"
+    result = _demo(tmp_path, "--db", f"sqlite:///{chosen}")
+    assert f"Recorded 11 answers in sqlite:///{chosen};" in result.stdout
+    assert len(_causes(chosen)) == 11
+    assert list(tmp_path.glob("gpuwhy-demo-*")) == []
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert capsys.readouterr().out == f"gpuwhy {project['project']['version']}\n"
 
 
 def test_triage_is_recorded_unless_told_not_to(tmp_path: Path,
