@@ -31,6 +31,7 @@ from bot.digest import (
 from bot.store import Store, StoreError, StoreURLError, database_url
 
 EXIT_OK, EXIT_BEHIND, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 4
+CONFIGURED_CHANNEL = ""  # `--post` given without a channel
 MAX_PRUNE_DAYS = 36_500
 
 
@@ -40,8 +41,9 @@ def register(subparsers: Any) -> None:
         description="Digest of the last full week(s), Monday 00:00 in the configured timezone.")
     digest.add_argument("--weeks", default="1", metavar="N",
                         help="cover the last N full weeks (default 1), against the N before")
-    digest.add_argument("--post", metavar="CHANNEL",
-                        help="post to this Slack channel (SLACK_BOT_TOKEN), once per week")
+    digest.add_argument("--post", metavar="CHANNEL", nargs="?", const=CONFIGURED_CHANNEL,
+                        help="post to this Slack channel (SLACK_BOT_TOKEN), once per week; "
+                             "without CHANNEL, to the config's digest.channel")
     add_db_option(digest)
     digest.set_defaults(func=run_digest)
 
@@ -174,25 +176,30 @@ def run_stats(args: argparse.Namespace) -> int:
 def run_digest(args: argparse.Namespace) -> int:
     try:
         weeks = parse_weeks(args.weeks)
-        tz = load_timezone(load_config().digest.timezone)
-        post = slack_post() if args.post else None
+        schedule = load_config().digest
+        tz = load_timezone(schedule.timezone)
+        channel = schedule.channel if args.post == CONFIGURED_CHANNEL else args.post
+        if args.post == CONFIGURED_CHANNEL and not channel:
+            raise DigestError("--post without a channel posts to the config's digest.channel "
+                              "(or GPUWHY_DIGEST_CHANNEL), which is not set")
+        post = slack_post() if channel else None
     except (DigestError, ConfigError) as exc:
         return _fail("digest", exc, EXIT_USAGE)
 
     def send(store: Store) -> int:
         start = add_weeks(last_full_week(datetime.now(UTC), tz), 1 - weeks)
         digest = load_digest(store, start, tz, weeks)
-        if post is None:
+        if post is None or channel is None:
             print(digest_text(digest))
             return EXIT_OK
         try:
-            posted = post_once(store, digest, args.post, post)
+            posted = post_once(store, digest, channel, post)
         except PostError as exc:
             return _fail("digest", exc, EXIT_FAILED)
         if posted:
-            print(f"posted the digest {digest.key} to {args.post}")
+            print(f"posted the digest {digest.key} to {channel}")
         else:
-            print(f"the digest {digest.key} was already posted to {args.post}")
+            print(f"the digest {digest.key} was already posted to {channel}")
         return EXIT_OK
 
     return _with_store("digest", args.db, send)

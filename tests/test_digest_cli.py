@@ -24,7 +24,7 @@ from triage.verdict import Verdict
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("GPUWHY_DATABASE_URL", "GPUWHY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_API_URL",
-                 "XDG_DATA_HOME"):
+                 "XDG_DATA_HOME", "GPUWHY_DIGEST_CHANNEL"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -168,6 +168,31 @@ def test_post_goes_out_once_per_week(
     blocks = call.params["blocks"]
     blocks = json.loads(blocks) if isinstance(blocks, str) else blocks
     assert blocks[0]["text"]["text"] == f"gpuwhy digest {last_week_key()}"
+
+
+def test_post_without_a_channel_goes_to_the_configured_one(
+    db: str, slack: FakeSlack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What the digest CronJob runs: `gpuwhy digest --post` with the bot's config."""
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("digest: {channel: C0PLATFORM}\n")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    assert main(["digest", "--db", db, "--post"]) == 0
+    assert capsys.readouterr().out == f"posted the digest {last_week_key()} to C0PLATFORM\n"
+    monkeypatch.setenv("GPUWHY_DIGEST_CHANNEL", "C0OTHER")
+    assert main(["digest", "--db", db, "--post"]) == 0
+    assert [call.params["channel"] for call in slack.calls_to("chat.postMessage")] == [
+        "C0PLATFORM", "C0OTHER"]
+
+
+def test_post_without_any_channel_is_one_line(db: str, slack: FakeSlack,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["digest", "--db", db, "--post"]) == 2
+    assert capsys.readouterr().err == (
+        "gpuwhy digest: --post without a channel posts to the config's digest.channel (or "
+        "GPUWHY_DIGEST_CHANNEL), which is not set\n")
+    assert slack.calls_to("chat.postMessage") == []
 
 
 def test_failed_post_is_one_line_and_can_be_retried(
