@@ -1,0 +1,633 @@
+"""Dynamic Resource Allocation, as kube-scheduler's DynamicResources plugin sees it (pure).
+
+From a cluster's DeviceClasses, ResourceClaims, ResourceClaimTemplates and ResourceSlices
+(``resource.k8s.io/v1``) this module builds a per-node device inventory with the devices other
+claims hold, resolves a pod's ``spec.resourceClaims`` to claims or templates, and says per
+node how far the pod's requests get: the first failing stage of
+
+    claim-elsewhere → no-gpu-node → device-unfit → too-large → exhausted → fit
+
+for all requests of all the pod's claims together (they must fit on one node, on distinct
+devices). A selector that cannot be evaluated leaves the node ``unevaluated``: never a guess.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from scoring.cel import Selector, SelectorError, compile_selector, device_variable
+from triage.nodes import node_name, selector_mismatches
+from triage.objects import K8sObject, object_key
+from triage.quantity import QuantityError, parse_quantity
+from triage.verdict import Device
+
+# HAMi's DRA driver (Project-HAMi/k8s-dra-driver) publishes its GPUs under this driver name.
+HAMI_DRA_DRIVER = "hami-core-gpu.project-hami.io"
+DEFAULT_GPU_DRIVERS = ("gpu.nvidia.com", "gpu.amd.com", HAMI_DRA_DRIVER)
+
+# Per-node stages, in funnel order. CLAIM_ELSEWHERE: an allocated claim of the pod is bound
+# to other nodes (the scheduler: "resourceclaim not available on the node").
+CLAIM_ELSEWHERE = "claim-elsewhere"
+NO_DEVICE = "no-gpu-node"
+DEVICE_UNFIT = "device-unfit"
+TOO_LARGE = "too-large"
+EXHAUSTED = "exhausted"
+UNEVALUATED = "unevaluated"
+STAGES = (CLAIM_ELSEWHERE, NO_DEVICE, DEVICE_UNFIT, TOO_LARGE, EXHAUSTED)
+
+DeviceKey = tuple[str, str, str]  # driver, pool, device: how allocation results name a device
+
+
+@dataclass(frozen=True)
+class SliceDevice:
+    slice: str
+    driver: str
+    pool: str
+    name: str
+    raw: Mapping[str, Any]
+
+    @property
+    def key(self) -> DeviceKey:
+        return self.driver, self.pool, self.name
+
+    @property
+    def product(self) -> str:
+        attributes = self.raw.get("attributes") or {}
+        for name in ("productName", f"{self.driver}/productName", "model", "type"):
+            value = attributes.get(name)
+            if isinstance(value, Mapping) and value.get("string"):
+                return str(value["string"])
+        return self.driver
+
+    @property
+    def memory(self) -> str | None:
+        capacity = self.raw.get("capacity") or {}
+        value = capacity.get("memory") or capacity.get(f"{self.driver}/memory")
+        return str(value.get("value")) if isinstance(value, Mapping) else None
+
+
+@dataclass(frozen=True)
+class Holder:
+    """A claim that holds a device: its ``ns/name`` and the pods in its reservedFor."""
+
+    claim: str
+    pods: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return f"claim {self.claim}" + (f" (pod {', '.join(self.pods)})" if self.pods else "")
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """One way to satisfy a request: ``exactly``, or one entry of ``firstAvailable``."""
+
+    label: str  # "gpu" or "gpu/a100" for a firstAvailable subrequest
+    device_class: str
+    selectors: tuple[str, ...]
+    mode: str  # ExactCount or All
+    count: int
+    admin: bool = False
+
+    @property
+    def asked(self) -> str:
+        amount = "all" if self.mode == "All" else str(self.count)
+        return f"{amount} × {self.device_class}"
+
+
+@dataclass(frozen=True)
+class Request:
+    claim: str  # "ns/name" of the claim, or "template ns/name" when not generated yet
+    name: str
+    alternatives: tuple[Alternative, ...]
+
+
+@dataclass
+class PodClaim:
+    """One entry of the pod's spec.resourceClaims, resolved."""
+
+    pod_claim: str  # the entry's name
+    source: str  # "ResourceClaim ns/x", "ResourceClaimTemplate ns/t" (claim not generated yet)
+    claim: K8sObject | None = None
+    template: str | None = None
+    requests: list[Request] = field(default_factory=list)
+    problem: str | None = None  # missing claim / template / DeviceClass, one sentence
+    problem_field: str = ""
+    allocated_nodes: Mapping[str, Any] | None = None  # status.allocation.nodeSelector
+    allocated_devices: tuple[DeviceKey, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.source.split(" ", 1)[1] if " " in self.source else self.source
+
+
+@dataclass
+class RequestOutcome:
+    request: Request
+    stage: str | None  # a STAGES word, UNEVALUATED, or None when it fits
+    detail: str = ""
+    alternative: Alternative | None = None
+    matching: list[SliceDevice] = field(default_factory=list)
+    holders: list[tuple[SliceDevice, Holder]] = field(default_factory=list)
+
+
+@dataclass
+class NodeFit:
+    """How far the pod's claims get on one node, with what "show devices" lists."""
+
+    node: str
+    stage: str | None  # first failing stage of all requests; None = fits
+    detail: str = ""
+    gpu: bool = True  # False when only non-GPU requests fail there
+    requests: list[RequestOutcome] = field(default_factory=list)
+    devices: list[Device] = field(default_factory=list)
+    unevaluated: list[str] = field(default_factory=list)
+
+
+class Inventory:
+    """The DRA objects of one Snapshot, indexed once; selector results memoised per device."""
+
+    def __init__(self, objects: Iterable[K8sObject], gpu_drivers: Iterable[str]) -> None:
+        self.gpu_drivers = tuple(gpu_drivers)
+        self.classes: dict[str, K8sObject] = {}
+        self.claims: dict[tuple[str, str], K8sObject] = {}
+        self.templates: dict[tuple[str, str], K8sObject] = {}
+        slices: list[K8sObject] = []
+        for obj in objects:
+            kind = obj.get("kind")
+            if kind == "DeviceClass":
+                self.classes[object_key(obj)[1]] = obj
+            elif kind == "ResourceClaim":
+                self.claims[object_key(obj)] = obj
+            elif kind == "ResourceClaimTemplate":
+                self.templates[object_key(obj)] = obj
+            elif kind == "ResourceSlice":
+                slices.append(obj)
+        self.slices = _current_generation(slices)
+        self.taken: dict[DeviceKey, Holder] = {}
+        for key, claim in sorted(self.claims.items()):
+            holder = Holder(f"{key[0]}/{key[1]}", _reserved_pods(claim))
+            for result in _allocation_results(claim):
+                if not result.get("adminAccess"):
+                    self.taken[_result_key(result)] = holder
+        self._selectors: dict[str, Selector | SelectorError] = {}
+        self._results: dict[tuple[str, DeviceKey], bool | SelectorError] = {}
+        self._variables: dict[DeviceKey, Any] = {}
+        self._gpu_class: dict[str, bool] = {}
+
+    # -- devices per node -------------------------------------------------------------
+
+    def devices_for(self, node: K8sObject) -> list[SliceDevice]:
+        """Devices the node can use: its own slices, and slices selecting it or all nodes."""
+        name = node_name(node)
+        found = []
+        for resource_slice in self.slices:
+            spec = resource_slice.get("spec") or {}
+            slice_ok = _slice_reaches(spec, node, name)
+            for device in spec.get("devices") or []:
+                if not isinstance(device, Mapping):
+                    continue
+                reaches = (_slice_reaches(device, node, name)
+                           if spec.get("perDeviceNodeSelection") else slice_ok)
+                if reaches:
+                    found.append(SliceDevice(
+                        object_key(resource_slice)[1], str(spec.get("driver", "")),
+                        str((spec.get("pool") or {}).get("name", "")),
+                        str(device.get("name", "")), device))
+        return found
+
+    # -- selectors --------------------------------------------------------------------
+
+    def selector(self, expression: str) -> Selector | SelectorError:
+        if expression not in self._selectors:
+            try:
+                self._selectors[expression] = compile_selector(expression)
+            except SelectorError as exc:
+                self._selectors[expression] = exc
+        return self._selectors[expression]
+
+    def matches(self, expression: str, device: SliceDevice) -> bool:
+        """Raises SelectorError when the expression cannot be evaluated on the device."""
+        memo = (expression, device.key)
+        if memo not in self._results:
+            selector = self.selector(expression)
+            if isinstance(selector, SelectorError):
+                self._results[memo] = selector
+            else:
+                try:
+                    self._results[memo] = selector.matches(self._variable(device))
+                except SelectorError as exc:
+                    self._results[memo] = exc
+        result = self._results[memo]
+        if isinstance(result, SelectorError):
+            raise result
+        return result
+
+    def _variable(self, device: SliceDevice) -> Any:
+        if device.key not in self._variables:
+            self._variables[device.key] = device_variable(device.driver, device.raw)
+        return self._variables[device.key]
+
+    def class_selectors(self, class_name: str) -> tuple[str, ...]:
+        device_class = self.classes.get(class_name) or {}
+        return _cel_expressions((device_class.get("spec") or {}).get("selectors"))
+
+    def is_gpu_class(self, class_name: str) -> bool:
+        """The class names a configured GPU driver, or selects a device of one."""
+        if class_name not in self._gpu_class:
+            selectors = self.class_selectors(class_name)
+            named = any(f'"{d}"' in s or f"'{d}'" in s for d in self.gpu_drivers
+                        for s in selectors)
+            self._gpu_class[class_name] = named or any(
+                self._selects(selectors, device) is True
+                for resource_slice in self.slices
+                if (resource_slice.get("spec") or {}).get("driver") in self.gpu_drivers
+                for device in _slice_devices(resource_slice))
+        return self._gpu_class[class_name]
+
+    def _selects(self, selectors: Iterable[str], device: SliceDevice) -> bool | SelectorError:
+        """All selectors hold, in order, stopping at the first false (as the allocator does)."""
+        for expression in selectors:
+            try:
+                if not self.matches(expression, device):
+                    return False
+            except SelectorError as exc:
+                return SelectorError(f"{expression}: {exc}")
+        return True
+
+    # -- a pod's claims -----------------------------------------------------------------
+
+    def pod_claims(self, pod: Mapping[str, Any]) -> list[PodClaim]:
+        namespace = object_key(pod)[0]
+        spec = pod.get("spec") or {}
+        statuses = {s.get("name"): s for s in (pod.get("status") or {})
+                    .get("resourceClaimStatuses") or [] if isinstance(s, Mapping)}
+        return [self._resolve(namespace, entry, statuses)
+                for entry in spec.get("resourceClaims") or [] if isinstance(entry, Mapping)]
+
+    def template_claims(self, namespace: str, spec: Mapping[str, Any]) -> list[PodClaim]:
+        """A pod template's claims (a workload whose pods do not exist): templates as they are."""
+        return [self._resolve(namespace, entry, {})
+                for entry in spec.get("resourceClaims") or [] if isinstance(entry, Mapping)]
+
+    def _resolve(self, namespace: str, entry: Mapping[str, Any],
+                 statuses: Mapping[Any, Mapping[str, Any]]) -> PodClaim:
+        pod_claim = str(entry.get("name", ""))
+        shared = entry.get("resourceClaimName")
+        template = entry.get("resourceClaimTemplateName")
+        generated = (statuses.get(pod_claim) or {}).get("resourceClaimName")
+        claim_name = shared or generated
+        if claim_name:
+            claim = self.claims.get((namespace, str(claim_name)))
+            resolved = PodClaim(pod_claim, f"ResourceClaim {namespace}/{claim_name}", claim,
+                                template=str(template) if template else None)
+            if claim is None:
+                resolved.problem = (f"ResourceClaim {namespace}/{claim_name} does not exist "
+                                    f"(pod claim {pod_claim})")
+                resolved.problem_field = ("spec.resourceClaims[].resourceClaimName" if shared
+                                          else "status.resourceClaimStatuses")
+                return resolved
+            self._fill(resolved, claim.get("spec") or {}, f"{namespace}/{claim_name}")
+            status = claim.get("status") or {}
+            if status.get("allocation"):
+                resolved.allocated_nodes = status["allocation"].get("nodeSelector") or {}
+                resolved.allocated_devices = tuple(
+                    _result_key(r) for r in _allocation_results(claim))
+            return resolved
+        if template:
+            found = self.templates.get((namespace, str(template)))
+            resolved = PodClaim(pod_claim, f"ResourceClaimTemplate {namespace}/{template}",
+                                template=str(template))
+            if found is None:
+                resolved.problem = (f"ResourceClaimTemplate {namespace}/{template} does not "
+                                    f"exist (pod claim {pod_claim})")
+                resolved.problem_field = "spec.resourceClaims[].resourceClaimTemplateName"
+                return resolved
+            self._fill(resolved, ((found.get("spec") or {}).get("spec") or {}),
+                       f"template {namespace}/{template}")
+            return resolved
+        return PodClaim(pod_claim, f"pod claim {pod_claim}",
+                        problem=f"pod claim {pod_claim} names no claim and no template",
+                        problem_field="spec.resourceClaims[]")
+
+    def _fill(self, resolved: PodClaim, claim_spec: Mapping[str, Any], claim_label: str) -> None:
+        for raw in (claim_spec.get("devices") or {}).get("requests") or []:
+            if not isinstance(raw, Mapping):
+                continue
+            request = _request(claim_label, raw)
+            resolved.requests.append(request)
+            for alternative in request.alternatives:
+                if alternative.device_class not in self.classes and resolved.problem is None:
+                    resolved.problem = (f"request {request.name}: device class "
+                                        f"{alternative.device_class} does not exist")
+                    resolved.problem_field = (f"{resolved.source} spec.devices.requests"
+                                              f"[{request.name}].deviceClassName")
+
+    def is_gpu_request(self, request: Request) -> bool:
+        return any(a.device_class not in self.classes or self.is_gpu_class(a.device_class)
+                   for a in request.alternatives)
+
+    # -- one node --------------------------------------------------------------------------
+
+    def fit(self, claims: list[PodClaim], node: K8sObject) -> NodeFit:
+        """The first failing stage for all the claims together on this node."""
+        name = node_name(node)
+        devices = self.devices_for(node)
+        for claim in claims:
+            if claim.allocated_nodes is not None and _node_selected(claim.allocated_nodes, node):
+                continue
+            if claim.allocated_nodes is not None:
+                where = _selector_nodes(claim.allocated_nodes)
+                return NodeFit(name, CLAIM_ELSEWHERE,
+                               f"claim {claim.label} is allocated for {where}, not {name}",
+                               devices=self._device_rows(devices, []))
+        own = {key for claim in claims for key in claim.allocated_devices}
+        pending = [r for c in claims if c.allocated_nodes is None for r in c.requests]
+        outcomes = [self._request_outcome(r, devices, own) for r in pending]
+        if any(o.stage == UNEVALUATED for o in outcomes):
+            unevaluated = [o.detail for o in outcomes if o.stage == UNEVALUATED]
+            return NodeFit(name, UNEVALUATED, "; ".join(unevaluated), requests=outcomes,
+                           devices=self._device_rows(devices, outcomes), unevaluated=unevaluated)
+        failing = [o for o in outcomes if o.stage is not None]
+        if not failing:
+            joint = self._joint(outcomes, own)
+            if joint is not None:
+                failing = [joint]
+        if not failing:
+            return NodeFit(name, None, "claims fit", requests=outcomes,
+                           devices=self._device_rows(devices, outcomes))
+        first = min(failing, key=lambda o: STAGES.index(o.stage or EXHAUSTED))
+        gpu = any(self.is_gpu_request(o.request) for o in failing if o.stage == first.stage)
+        return NodeFit(name, first.stage, first.detail, gpu=gpu, requests=outcomes,
+                       devices=self._device_rows(devices, outcomes))
+
+    def _request_outcome(self, request: Request, devices: list[SliceDevice],
+                         own: set[DeviceKey]) -> RequestOutcome:
+        best: RequestOutcome | None = None
+        for alternative in request.alternatives:
+            outcome = self._alternative_outcome(request, alternative, devices, own)
+            if outcome.stage in (None, UNEVALUATED):
+                return outcome
+            if best is None or STAGES.index(outcome.stage or EXHAUSTED) > STAGES.index(
+                    best.stage or EXHAUSTED):
+                best = outcome
+        return best or RequestOutcome(request, NO_DEVICE, f"request {request.name} has no "
+                                      "device request")
+
+    def _alternative_outcome(self, request: Request, alternative: Alternative,
+                             devices: list[SliceDevice], own: set[DeviceKey]) -> RequestOutcome:
+        label = f"{request.claim} request {alternative.label}"
+        if alternative.device_class not in self.classes:
+            return RequestOutcome(request, NO_DEVICE, f"device class {alternative.device_class} "
+                                  "does not exist", alternative)
+        class_selectors = self.class_selectors(alternative.device_class)
+        of_class, matching = [], []
+        for device in devices:
+            in_class = self._selects(class_selectors, device)
+            if isinstance(in_class, SelectorError):
+                return RequestOutcome(request, UNEVALUATED, f"DeviceClass "
+                                      f"{alternative.device_class} selector {in_class}",
+                                      alternative)
+            if not in_class:
+                continue
+            of_class.append(device)
+            wanted = self._selects(alternative.selectors, device)
+            if isinstance(wanted, SelectorError):
+                return RequestOutcome(request, UNEVALUATED, f"{label} selector {wanted}",
+                                      alternative)
+            if wanted:
+                matching.append(device)
+        if not of_class:
+            return RequestOutcome(request, NO_DEVICE, f"no {alternative.device_class} device "
+                                  "published for the node (no ResourceSlice of that class)",
+                                  alternative)
+        if not matching:
+            return RequestOutcome(request, DEVICE_UNFIT, f"{len(of_class)} "
+                                  f"{alternative.device_class} device(s) "
+                                  f"({_products(of_class)}), none meets {label}'s selectors "
+                                  f"({' && '.join(alternative.selectors)})", alternative)
+        if alternative.mode != "All" and len(matching) < alternative.count:
+            return RequestOutcome(request, TOO_LARGE, f"{label} asks {alternative.count}, the "
+                                  f"node has {len(matching)} matching device(s)", alternative,
+                                  matching)
+        held = [(d, self.taken[d.key]) for d in matching
+                if d.key in self.taken and d.key not in own and not alternative.admin
+                and not d.raw.get("allowMultipleAllocations")]
+        free = len(matching) - len(held)
+        needed = len(matching) if alternative.mode == "All" else alternative.count
+        if free < needed:
+            return RequestOutcome(request, EXHAUSTED, f"{label} needs {needed}, "
+                                  f"{len(held)}/{len(matching)} matching device(s) allocated "
+                                  f"to {_holders_text(held)}", alternative, matching, held)
+        return RequestOutcome(request, None, "fits", alternative, matching, held)
+
+    def _joint(self, outcomes: list[RequestOutcome], own: set[DeviceKey]) -> RequestOutcome | None:
+        """Each request fits alone; do they fit together on distinct devices?"""
+        if len(outcomes) < 2:
+            return None
+        everything = _assign(outcomes, lambda o, d: True)
+        if everything is not None:
+            return RequestOutcome(outcomes[0].request, TOO_LARGE, "the requests together need "
+                                  f"{everything[0]} devices, the node has {everything[1]} "
+                                  "that match them", outcomes[0].alternative)
+        held = {d.key for o in outcomes for d, _ in o.holders}
+        free = _assign(outcomes, lambda o, d: d.key not in held)
+        if free is not None:
+            holders = [h for o in outcomes for h in o.holders]
+            return RequestOutcome(outcomes[0].request, EXHAUSTED, "the requests together need "
+                                  f"{free[0]} free devices, {free[1]} are free; the others are "
+                                  f"allocated to {_holders_text(holders)}",
+                                  outcomes[0].alternative, holders=holders)
+        return None
+
+    def _device_rows(self, devices: list[SliceDevice],
+                     outcomes: list[RequestOutcome]) -> list[Device]:
+        """The node's devices of the pod's classes (all GPU devices when none of its class)."""
+        classes = {o.alternative.device_class for o in outcomes if o.alternative is not None}
+        shown = [d for d in devices if any(self._selects(self.class_selectors(c), d) is True
+                                           for c in classes)]
+        if not shown:
+            shown = [d for d in devices if d.driver in self.gpu_drivers]
+        rows = []
+        for position, device in enumerate(shown):
+            holder = self.taken.get(device.key)
+            code = None
+            for outcome in outcomes:
+                alternative = outcome.alternative
+                if alternative is None or self._selects(
+                        self.class_selectors(alternative.device_class), device) is not True:
+                    continue
+                for expression in alternative.selectors:
+                    verdict = self._selects((expression,), device)
+                    if verdict is not True:
+                        code = (f"selector not evaluated: {verdict}"
+                                if isinstance(verdict, SelectorError)
+                                else f"fails {expression}")
+                        break
+            if code is None and holder is not None:
+                code = f"allocated to {holder.claim}"
+            rows.append(Device(uuid=device.name, index=_index(device, position),
+                               type=device.product, memory_total=_mib(device.memory),
+                               holders=list(holder.pods or (f"claim {holder.claim}",))
+                               if holder else [], code=code))
+        return rows
+
+
+def _assign(outcomes: list[RequestOutcome],
+            usable: Any) -> tuple[int, int] | None:
+    """Kuhn's matching of request units to distinct devices; (needed, got) when short."""
+    units = []
+    for outcome in outcomes:
+        alternative = outcome.alternative
+        eligible = [d.key for d in outcome.matching if usable(outcome, d)]
+        count = len(outcome.matching) if alternative and alternative.mode == "All" else (
+            alternative.count if alternative else 0)
+        units += [eligible] * count
+    owner: dict[DeviceKey, int] = {}
+
+    def place(unit: int, seen: set[DeviceKey]) -> bool:
+        for key in units[unit]:
+            if key in seen:
+                continue
+            seen.add(key)
+            if key not in owner or place(owner[key], seen):
+                owner[key] = unit
+                return True
+        return False
+
+    placed = sum(place(unit, set()) for unit in range(len(units)))
+    return None if placed == len(units) else (len(units), placed)
+
+
+def _request(claim_label: str, raw: Mapping[str, Any]) -> Request:
+    name = str(raw.get("name", ""))
+    if raw.get("firstAvailable"):
+        alternatives = tuple(_alternative(f"{name}/{sub.get('name', '')}", sub)
+                             for sub in raw["firstAvailable"] if isinstance(sub, Mapping))
+    else:
+        # v1 puts the request under "exactly"; v1beta1 (still served) has it inline.
+        alternatives = (_alternative(name, raw.get("exactly") or raw),)
+    return Request(claim_label, name, alternatives)
+
+
+def _alternative(label: str, spec: Mapping[str, Any]) -> Alternative:
+    try:
+        count = int(spec.get("count", 1) or 1)
+    except (TypeError, ValueError):
+        count = 1
+    return Alternative(label, str(spec.get("deviceClassName", "")),
+                       _cel_expressions(spec.get("selectors")),
+                       str(spec.get("allocationMode") or "ExactCount"), count,
+                       bool(spec.get("adminAccess")))
+
+
+def _cel_expressions(selectors: Any) -> tuple[str, ...]:
+    return tuple(str((s.get("cel") or {}).get("expression", ""))
+                 for s in selectors or [] if isinstance(s, Mapping) and s.get("cel"))
+
+
+def _current_generation(slices: list[K8sObject]) -> list[K8sObject]:
+    """Only the newest generation of each pool counts (a driver republishing leaves old ones)."""
+    newest: dict[tuple[str, str], int] = defaultdict(int)
+    for resource_slice in slices:
+        spec = resource_slice.get("spec") or {}
+        pool = spec.get("pool") or {}
+        key = (str(spec.get("driver", "")), str(pool.get("name", "")))
+        newest[key] = max(newest[key], _int(pool.get("generation")))
+    return sorted((s for s in slices
+                   if _int(((s.get("spec") or {}).get("pool") or {}).get("generation"))
+                   == newest[(str((s.get("spec") or {}).get("driver", "")),
+                              str(((s.get("spec") or {}).get("pool") or {}).get("name", "")))]),
+                  key=lambda s: object_key(s)[1])
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _slice_devices(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:
+    spec = resource_slice.get("spec") or {}
+    return [SliceDevice(object_key(resource_slice)[1], str(spec.get("driver", "")),
+                        str((spec.get("pool") or {}).get("name", "")), str(d.get("name", "")), d)
+            for d in spec.get("devices") or [] if isinstance(d, Mapping)]
+
+
+def _slice_reaches(spec: Mapping[str, Any], node: K8sObject, name: str) -> bool:
+    if spec.get("nodeName"):
+        return bool(spec["nodeName"] == name)
+    if spec.get("allNodes"):
+        return True
+    if spec.get("nodeSelector"):
+        return _node_selected(spec["nodeSelector"], node)
+    return False
+
+
+def _node_selected(node_selector: Mapping[str, Any], node: K8sObject) -> bool:
+    if not node_selector.get("nodeSelectorTerms"):
+        return True  # an allocation without a node selector is usable anywhere
+    as_affinity = {"affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": node_selector}}}
+    return not selector_mismatches(as_affinity, node)
+
+
+def _selector_nodes(node_selector: Mapping[str, Any]) -> str:
+    names = [str(v) for term in node_selector.get("nodeSelectorTerms") or []
+             for f in term.get("matchFields") or [] if f.get("key") == "metadata.name"
+             for v in f.get("values") or []]
+    return ", ".join(names) if names else "other nodes (status.allocation.nodeSelector)"
+
+
+def _allocation_results(claim: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return [r for r in (allocation.get("devices") or {}).get("results") or []
+            if isinstance(r, Mapping)]
+
+
+def _result_key(result: Mapping[str, Any]) -> DeviceKey:
+    return (str(result.get("driver", "")), str(result.get("pool", "")),
+            str(result.get("device", "")))
+
+
+def _reserved_pods(claim: Mapping[str, Any]) -> tuple[str, ...]:
+    namespace = object_key(claim)[0]
+    return tuple(f"{namespace}/{r.get('name')}"
+                 for r in (claim.get("status") or {}).get("reservedFor") or []
+                 if isinstance(r, Mapping) and r.get("resource", "pods") == "pods")
+
+
+def _holders_text(held: list[tuple[SliceDevice, Holder]]) -> str:
+    by_holder: dict[Holder, list[str]] = defaultdict(list)
+    for device, holder in held:
+        by_holder[holder].append(device.name)
+    return ", ".join(f"{holder.text}: {','.join(names)}" for holder, names in by_holder.items())
+
+
+def _products(devices: list[SliceDevice]) -> str:
+    seen: dict[str, list[SliceDevice]] = defaultdict(list)
+    for device in devices:
+        seen[f"{device.product}{', memory ' + device.memory if device.memory else ''}"].append(
+            device)
+    return "; ".join(f"{len(d)} × {text}" for text, d in seen.items())
+
+
+def _index(device: SliceDevice, position: int) -> int:
+    value = (device.raw.get("attributes") or {}).get("index")
+    if isinstance(value, Mapping) and isinstance(value.get("int"), int):
+        return int(value["int"])
+    return position
+
+
+def _mib(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(parse_quantity(text) / Decimal(2 ** 20))
+    except QuantityError:
+        return None
