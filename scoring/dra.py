@@ -25,10 +25,6 @@ from triage.objects import K8sObject, object_key
 from triage.quantity import QuantityError, parse_quantity
 from triage.verdict import Device
 
-# HAMi's DRA driver (Project-HAMi/k8s-dra-driver) publishes its GPUs under this driver name.
-HAMI_DRA_DRIVER = "hami-core-gpu.project-hami.io"
-DEFAULT_GPU_DRIVERS = ("gpu.nvidia.com", "gpu.amd.com", HAMI_DRA_DRIVER)
-
 # Per-node stages, in funnel order. CLAIM_ELSEWHERE: an allocated claim of the pod is bound
 # to other nodes (the scheduler: "resourceclaim not available on the node").
 CLAIM_ELSEWHERE = "claim-elsewhere"
@@ -131,7 +127,8 @@ class RequestOutcome:
     stage: str | None  # a STAGES word, UNEVALUATED, or None when it fits
     detail: str = ""
     alternative: Alternative | None = None
-    matching: list[SliceDevice] = field(default_factory=list)
+    candidates: list[SliceDevice] = field(default_factory=list)  # of the class
+    matching: list[SliceDevice] = field(default_factory=list)  # of the class, meeting selectors
     holders: list[tuple[SliceDevice, Holder]] = field(default_factory=list)
 
 
@@ -324,8 +321,11 @@ class Inventory:
                 if alternative.device_class not in self.classes and resolved.problem is None:
                     resolved.problem = (f"request {request.name}: device class "
                                         f"{alternative.device_class} does not exist")
-                    resolved.problem_field = (f"{resolved.source} spec.devices.requests"
-                                              f"[{request.name}].deviceClassName")
+                    where = ("spec.spec" if resolved.claim is None else "spec")
+                    step = (f"firstAvailable[{alternative.label.split('/', 1)[1]}]"
+                            if "/" in alternative.label else "exactly")
+                    resolved.problem_field = (f"{where}.devices.requests[{request.name}]."
+                                              f"{step}.deviceClassName")
 
     def is_gpu_request(self, request: Request) -> bool:
         return any(a.device_class not in self.classes or self.is_gpu_class(a.device_class)
@@ -341,7 +341,8 @@ class Inventory:
             if claim.allocated_nodes is not None and _node_selected(claim.allocated_nodes, node):
                 continue
             if claim.allocated_nodes is not None:
-                where = _selector_nodes(claim.allocated_nodes)
+                where = ", ".join(allocated_node_names(claim)) or (
+                    "other nodes (status.allocation.nodeSelector)")
                 return NodeFit(name, CLAIM_ELSEWHERE,
                                f"claim {claim.label} is allocated for {where}, not {name}",
                                devices=self._device_rows(devices, []))
@@ -409,11 +410,12 @@ class Inventory:
             return RequestOutcome(request, DEVICE_UNFIT, f"{len(of_class)} "
                                   f"{alternative.device_class} device(s) "
                                   f"({_products(of_class)}), none meets {label}'s selectors "
-                                  f"({' && '.join(alternative.selectors)})", alternative)
+                                  f"({' && '.join(alternative.selectors)})", alternative,
+                                  of_class)
         if alternative.mode != "All" and len(matching) < alternative.count:
             return RequestOutcome(request, TOO_LARGE, f"{label} asks {alternative.count}, the "
                                   f"node has {len(matching)} matching device(s)", alternative,
-                                  matching)
+                                  of_class, matching)
         held = [(d, self.taken[d.key]) for d in matching
                 if d.key in self.taken and d.key not in own and not alternative.admin
                 and not d.raw.get("allowMultipleAllocations")]
@@ -422,8 +424,9 @@ class Inventory:
         if free < needed:
             return RequestOutcome(request, EXHAUSTED, f"{label} needs {needed}, "
                                   f"{len(held)}/{len(matching)} matching device(s) allocated "
-                                  f"to {_holders_text(held)}", alternative, matching, held)
-        return RequestOutcome(request, None, "fits", alternative, matching, held)
+                                  f"to {_holders_text(held)}", alternative, of_class, matching,
+                                  held)
+        return RequestOutcome(request, None, "fits", alternative, of_class, matching, held)
 
     def _joint(self, outcomes: list[RequestOutcome], own: set[DeviceKey]) -> RequestOutcome | None:
         """Each request fits alone; do they fit together on distinct devices?"""
@@ -577,11 +580,11 @@ def _node_selected(node_selector: Mapping[str, Any], node: K8sObject) -> bool:
     return not selector_mismatches(as_affinity, node)
 
 
-def _selector_nodes(node_selector: Mapping[str, Any]) -> str:
-    names = [str(v) for term in node_selector.get("nodeSelectorTerms") or []
-             for f in term.get("matchFields") or [] if f.get("key") == "metadata.name"
-             for v in f.get("values") or []]
-    return ", ".join(names) if names else "other nodes (status.allocation.nodeSelector)"
+def allocated_node_names(claim: PodClaim) -> list[str]:
+    """The nodes an allocated claim is bound to, when its node selector names them."""
+    return [str(v) for term in (claim.allocated_nodes or {}).get("nodeSelectorTerms") or []
+            for f in term.get("matchFields") or [] if f.get("key") == "metadata.name"
+            for v in f.get("values") or []]
 
 
 def _allocation_results(claim: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -631,3 +634,31 @@ def _mib(text: str | None) -> int | None:
         return int(parse_quantity(text) / Decimal(2 ** 20))
     except QuantityError:
         return None
+
+
+@dataclass
+class ClaimSet:
+    """A pod's (or pod template's) claims with the inventory they are judged on; one fit per
+    node, computed once."""
+
+    inventory: Inventory
+    claims: list[PodClaim]
+    fits: dict[str, NodeFit] = field(default_factory=dict)
+
+    def fit(self, node: K8sObject) -> NodeFit:
+        name = node_name(node)
+        if name not in self.fits:
+            # A claim with a problem (missing claim, template or class) cannot be judged per node.
+            self.fits[name] = self.inventory.fit(
+                [c for c in self.claims if c.problem is None], node)
+        return self.fits[name]
+
+    @property
+    def problems(self) -> list[PodClaim]:
+        return [c for c in self.claims if c.problem is not None]
+
+    @property
+    def asks_gpu(self) -> bool:
+        """Some request is of a GPU class, or cannot be told (a claim or class is missing)."""
+        return bool(self.problems) or any(self.inventory.is_gpu_request(r)
+                                          for c in self.claims for r in c.requests)

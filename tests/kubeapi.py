@@ -57,10 +57,14 @@ KINDS = (
     Kind("statefulsets", "StatefulSet", "apps/v1"),
     Kind("daemonsets", "DaemonSet", "apps/v1"),
     Kind("jobs", "Job", "batch/v1"),
+    Kind("deviceclasses", "DeviceClass", "resource.k8s.io/v1", namespaced=False),
+    Kind("resourceclaims", "ResourceClaim", "resource.k8s.io/v1"),
+    Kind("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1"),
+    Kind("resourceslices", "ResourceSlice", "resource.k8s.io/v1", namespaced=False),
 )
 BY_KIND = {k.kind: k for k in KINDS}
 BY_PATH = {(k.group_version, k.plural): k for k in KINDS}
-DUMP_LISTS = ("nodes", "pods", "events", "resourcequotas", "runtimeclasses", "workloads")
+DUMP_LISTS = ("nodes", "pods", "events", "resourcequotas", "runtimeclasses", "workloads", "dra")
 
 
 @dataclass(frozen=True)
@@ -123,8 +127,10 @@ def forbidden_status(verb: str, plural: str, group: str = "", namespace: str = "
 
 class FakeKubeAPI:
     def __init__(self, dump_dir: str | Path | None = None, bookmark_interval: float = 0.2,
-                 tls: ssl.SSLContext | None = None) -> None:
+                 tls: ssl.SSLContext | None = None, unserved: Iterable[str] = ()) -> None:
         self._lock = threading.Condition()
+        # API groups/versions answered 404, like a cluster without them (resource.k8s.io/v1)
+        self.unserved = frozenset(unserved)
         self._objects: dict[str, dict[Key, Obj]] = {k.plural: {} for k in KINDS}
         self._sorted_keys: dict[str, list[Key]] = {}
         self._history: list[Change] = []
@@ -297,7 +303,8 @@ class FakeKubeAPI:
         namespace = ""
         if len(rest) >= 3 and rest[0] == "namespaces":
             namespace, rest = rest[1], rest[2:]
-        if not 1 <= len(rest) <= 2 or (group_version, rest[0]) not in BY_PATH:
+        if not 1 <= len(rest) <= 2 or (group_version, rest[0]) not in BY_PATH or (
+                group_version in self.unserved):
             return None
         kind = BY_PATH[(group_version, rest[0])]
         if namespace and not kind.namespaced:

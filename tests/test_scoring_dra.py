@@ -15,7 +15,6 @@ import pytest
 
 from scoring.dra import (
     CLAIM_ELSEWHERE,
-    DEFAULT_GPU_DRIVERS,
     DEVICE_UNFIT,
     EXHAUSTED,
     NO_DEVICE,
@@ -23,6 +22,7 @@ from scoring.dra import (
     UNEVALUATED,
     Inventory,
 )
+from triage.config import DEFAULT_GPU_DRIVERS
 
 SCENARIO = Path(__file__).parent / "fixtures" / "scenarios" / "dra-basics"
 

@@ -236,3 +236,31 @@ def owners_rejecting(snapshot: Snapshot, namespace: str, name: str) -> Iterator[
                                       str(involved.get("name", "")))
             if owner is not None:
                 yield owner
+
+
+_ORDINAL = re.compile(r"^(?P<set>.+)-(?P<ordinal>0|[1-9][0-9]*)$")
+
+
+def ordinal_base(name: str) -> tuple[str, int] | None:
+    """``db-0`` → ("db", 0): the StatefulSet a pod name would belong to, and its ordinal."""
+    match = _ORDINAL.match(name)
+    return (match["set"], int(match["ordinal"])) if match else None
+
+
+def statefulset_of_ordinal(snapshot: Snapshot, namespace: str, name: str) -> K8sObject | None:
+    """The StatefulSet whose pod ``name`` (``db-0``) would be, when that ordinal is wanted.
+
+    A StatefulSet's pods are named <set>-<ordinal>; a pod never created leaves no object, and
+    its FailedCreate event expires, but the StatefulSet still says it wants that pod.
+    """
+    parsed = ordinal_base(name)
+    if parsed is None:
+        return None
+    workload = snapshot.workload("StatefulSet", namespace, parsed[0])
+    if workload is None:
+        return None
+    spec = workload.get("spec") or {}
+    start = int((spec.get("ordinals") or {}).get("start") or 0)
+    replicas = spec.get("replicas")
+    wanted = 1 if replicas is None else int(replicas)
+    return workload if start <= parsed[1] < start + wanted else None

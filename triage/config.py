@@ -11,12 +11,16 @@ DEFAULT_GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu")
 HAMI_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage")
 Policy = Literal["binpack", "spread"]
 POLICIES: tuple[Policy, ...] = get_args(Policy)
+# DRA drivers whose devices are GPUs: NVIDIA's, AMD's, and HAMi's (Project-HAMi/k8s-dra-driver).
+DEFAULT_GPU_DRIVERS = ("gpu.nvidia.com", "gpu.amd.com", "hami-core-gpu.project-hami.io")
 
 
 @dataclass(frozen=True)
 class TriageConfig:
     gpu_resources: tuple[str, ...] = DEFAULT_GPU_RESOURCES
     node_policy: Policy = "binpack"
+    # A DeviceClass is a GPU class when it names one of these drivers or selects their devices.
+    gpu_drivers: tuple[str, ...] = DEFAULT_GPU_DRIVERS
 
     def is_gpu_resource(self, name: str) -> bool:
         """A schedulable GPU resource (counted by kube-scheduler), glob patterns allowed."""

@@ -111,6 +111,8 @@ def classify_reason(text: str) -> str:
     if "node affinity/selector" in lowered or "didn't match node selector" in lowered or (
             "[nodeaffinity]" in lowered):
         return "selector"
+    if "cannot allocate all claims" in lowered or "resourceclaim not available" in lowered:
+        return "dra"
     if "too many pods" in lowered:
         return "pods"
     if "preemption" in lowered:

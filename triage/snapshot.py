@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from scoring.dra import Inventory
 from triage.nodetable import NodeInfo, node_table
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import holders, sum_requests
@@ -28,6 +29,9 @@ DUMP_FILES: dict[str, str] = {
     "resourcequotas.json": "resourcequotas",
     "runtimeclasses.json": "runtimeclasses",
     "workloads.json": "workloads",
+    # Dynamic Resource Allocation: ResourceClaims, ResourceClaimTemplates, DeviceClasses and
+    # ResourceSlices (resource.k8s.io/v1) in one List, as `kubectl get` of the four prints it.
+    "dra.json": "dra",
 }
 
 # In the order a bare name is resolved: the object a person most likely created first.
@@ -46,6 +50,7 @@ class Snapshot:
     resourcequotas: list[K8sObject] = field(default_factory=list)
     runtimeclasses: list[K8sObject] = field(default_factory=list)
     workloads: list[K8sObject] = field(default_factory=list)
+    dra: list[K8sObject] = field(default_factory=list)
     cluster: str = ""
     # Reads that failed but did not stop the triage (events, quotas, RuntimeClasses), one
     # sentence each; the Verdict carries them as its ``error``.
@@ -138,6 +143,17 @@ class Snapshot:
     @cached_property
     def _node_infos_by_name(self) -> dict[str, NodeInfo]:
         return {info.name: info for info in self.node_table}
+
+    @cached_property
+    def _dra_inventories(self) -> dict[tuple[str, ...], Inventory]:
+        return {}  # filled lazily by ``dra_inventory``, one per set of GPU drivers
+
+    def dra_inventory(self, gpu_drivers: tuple[str, ...]) -> Inventory:
+        """The DRA objects indexed once, selector results memoised for this Snapshot."""
+        inventory = self._dra_inventories.get(gpu_drivers)
+        if inventory is None:
+            inventory = self._dra_inventories[gpu_drivers] = Inventory(self.dra, gpu_drivers)
+        return inventory
 
     # -- lookups --------------------------------------------------------------------
 

@@ -92,7 +92,8 @@ def test_generated_pod_names_resolve_through_failedcreate_events(client: ApiClie
     assert source.triage(ref_of("infer/vllm-79f7bb9f55-x2x9k")).cause == "runtimeclass-missing"
 
 
-def test_a_pod_ref_costs_six_requests(client: ApiClient, api: FakeKubeAPI) -> None:
+def test_a_pod_ref_costs_seven_requests(client: ApiClient, api: FakeKubeAPI) -> None:
+    # The seventh, ResourceSlices: whether a node publishes its GPUs as DRA devices.
     read_snapshot(client, ref_of("research/full"))
     assert [(r.path, r.query.get("fieldSelector", "")) for r in api.requests] == [
         ("/api/v1/namespaces/research/pods/full", ""),
@@ -102,6 +103,7 @@ def test_a_pod_ref_costs_six_requests(client: ApiClient, api: FakeKubeAPI) -> No
         ("/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
         ("/api/v1/namespaces/research/resourcequotas", ""),
         ("/apis/node.k8s.io/v1/runtimeclasses", ""),
+        ("/apis/resource.k8s.io/v1/resourceslices", ""),
     ]
     assert all(r.method == "GET" for r in api.requests)
 

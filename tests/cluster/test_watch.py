@@ -171,12 +171,12 @@ def test_410_gone_relists(api: FakeKubeAPI, cache: WatchSource) -> None:
 def test_a_dropped_watch_resumes_from_the_last_resource_version(
         api: FakeKubeAPI, cache: WatchSource) -> None:
     lists = cache.cache.lists
-    eventually(lambda: api.open_watches == 2)  # nodes and pods are both watching
+    eventually(lambda: api.open_watches == 4)  # nodes, pods, ResourceSlices, ResourceClaims
     watches = len(api.watch_requests())
     api.drop_watches()
     api.delete("Pod", "ml", "train-a")
     eventually(lambda: holders(cache, "gpu-a10-full") == ["team-b/train-b"])
-    eventually(lambda: len(api.watch_requests()) >= watches + 2)
+    eventually(lambda: len(api.watch_requests()) >= watches + 4)
     assert cache.cache.lists == lists  # resumed, no full list needed
 
 
@@ -187,23 +187,21 @@ def test_a_dropped_watch_resumes_from_the_last_resource_version(
 def test_an_error_event_ends_the_watch_and_the_cache_catches_up(
         api: FakeKubeAPI, cache: WatchSource, status: dict[str, object], relists: bool) -> None:
     lists = cache.cache.lists
-    eventually(lambda: api.open_watches == 2)
+    eventually(lambda: api.open_watches == 4)
     api.drop_watches(error=status)
     api.delete("Pod", "ml", "train-a")
     eventually(lambda: holders(cache, "gpu-a10-full") == ["team-b/train-b"])
-    eventually(lambda: api.open_watches == 2)
+    eventually(lambda: api.open_watches == 4)
     assert (cache.cache.lists > lists) == relists
     if not relists:
-        assert cache.cache.last_error == (
-            f"The Kubernetes API server at {api.url} ended the watch of pods: etcdserver: leader "
-            "changed.") or cache.cache.last_error == (
-            f"The Kubernetes API server at {api.url} ended the watch of nodes: etcdserver: "
-            "leader changed.")
+        assert cache.cache.last_error in {
+            f"The Kubernetes API server at {api.url} ended the watch of {plural}: etcdserver: "
+            "leader changed." for plural in ("pods", "nodes", "resourceslices", "resourceclaims")}
 
 
 def test_a_410_when_the_watch_opens_relists(api: FakeKubeAPI, cache: WatchSource) -> None:
     lists = cache.cache.lists
-    eventually(lambda: api.open_watches == 2)
+    eventually(lambda: api.open_watches == 4)
     api.inject("status", "^/api/v1/pods$", query="watch=1", status=status_body(
         410, "Expired", "too old resource version"))
     api.drop_watches()

@@ -13,6 +13,18 @@ from collections.abc import Mapping, Sequence
 
 from triage.classify.checks.admission import check_pod_not_found, check_quota, check_runtimeclass
 from triage.classify.checks.bound import check_node_runtime_error, check_scheduled
+from triage.classify.checks.dra import (
+    drop_dra_device_unfit,
+    drop_dra_exhausted,
+    drop_dra_no_device,
+    drop_dra_other,
+    drop_dra_too_large,
+    explain_dra_device_unfit,
+    explain_dra_exhausted,
+    explain_dra_no_device,
+    explain_dra_other,
+    explain_dra_too_large,
+)
 from triage.classify.checks.gpu import (
     drop_allocatable_zero,
     drop_exhausted,
@@ -47,18 +59,28 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
         NodeFilter(Cause.SELECTOR_MISMATCH, When.UNBOUND, drop_selector, explain_selector),),
     Cause.TAINT_UNTOLERATED: (
         NodeFilter(Cause.TAINT_UNTOLERATED, When.UNBOUND, drop_taint, explain_taint),),
+    # DRA's device-unfit (devices of the class exist, none meets the request's selectors) is
+    # decided at this step, right after no-gpu-node and before too-large (design.md's DRA
+    # funnel): a node without a matching device cannot be "too large" or "exhausted".
     Cause.NO_GPU_NODE: (
-        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_no_gpu_node, explain_no_gpu_node),),
+        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_no_gpu_node, explain_no_gpu_node),
+        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_no_device, explain_dra_no_device),
+        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_device_unfit,
+                   explain_dra_device_unfit, outcome=Cause.DEVICE_UNFIT)),
     Cause.ALLOCATABLE_ZERO: (
         NodeFilter(Cause.ALLOCATABLE_ZERO, When.UNBOUND, drop_allocatable_zero,
                    explain_allocatable_zero),),
     Cause.TOO_LARGE: (
-        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_too_large, explain_too_large),),
+        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_too_large, explain_too_large),
+        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_dra_too_large, explain_dra_too_large)),
     Cause.EXHAUSTED: (
-        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted),),
+        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted),
+        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted, explain_dra_exhausted)),
     Cause.DEVICE_UNFIT: (
-        NodeFilter(Cause.DEVICE_UNFIT, When.UNBOUND, drop_device_unfit, explain_device_unfit),),
+        NodeFilter(Cause.DEVICE_UNFIT, When.UNBOUND, drop_device_unfit, explain_device_unfit,
+                   outcome_is_reason=True),),
     Cause.OTHER_CONSTRAINT: (
+        NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_dra_other, explain_dra_other),
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_other_resources,
                    explain_other_resources, leftover_other_constraint),),
     Cause.SCHEDULER_UNAVAILABLE: (
@@ -68,6 +90,7 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
     Cause.SCHEDULED: (PodCheck(Cause.SCHEDULED, When.BOUND, check_scheduled),),
     Cause.POD_NOT_FOUND: (PodCheck(Cause.POD_NOT_FOUND, When.ABSENT, check_pod_not_found),),
 }
+
 
 def build_pipeline(checks: Mapping[Cause, Sequence[Check]]) -> tuple[Check, ...]:
     """The checks of every cause, in the vocabulary's order."""
@@ -109,8 +132,7 @@ def run_pipeline(subject: Subject, pipeline: Sequence[Check] = PIPELINE) -> Find
 
 
 def _outcome(check: NodeFilter, why: str) -> str:
-    # A HAMi device code summary ("2/4 CardInsufficientMemory") is the node's outcome itself.
-    return why if check.cause == Cause.DEVICE_UNFIT else check.cause.value
+    return why if check.outcome_is_reason else (check.outcome or check.cause).value
 
 
 def _mark_fit(subject: Subject, fit: list[NodeInfo]) -> None:

@@ -119,9 +119,13 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     fit = hami_fit(subject, node) if subject.hami is not None else None
     if fit is not None:
         return fit.devices
+    # A DRA pod's devices are its ResourceSlices' (with a device-plugin GPU too, both).
+    published = subject.dra.fit(node.raw).devices if subject.dra is not None else []
+    if subject.dra is not None and not subject.gpu:
+        return published
     resource = primary(subject)
     held = [pod_name(p) for p, _ in subject.snapshot.holders_on(node.name, resource)]
-    return gfd_devices(node.raw, held)
+    return published + gfd_devices(node.raw, held)
 
 
 def _own_score(subject: Subject, node: NodeInfo) -> float | None:

@@ -3,6 +3,10 @@ pipeline runs on, and picking the answer a workload gives: its worst pod."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from scoring.dra import ClaimSet
 from scoring.hami import hami_request
 from triage import admission
 from triage.classify.pipeline import run_pipeline
@@ -64,7 +68,8 @@ def _find_workload(snapshot: Snapshot, ref: PodRef) -> K8sObject | None:
         found = snapshot.workload(kind, ref.namespace, ref.name)
         if found is not None:
             return found
-    return next(admission.owners_rejecting(snapshot, ref.namespace, ref.name), None)
+    rejecting = next(admission.owners_rejecting(snapshot, ref.namespace, ref.name), None)
+    return rejecting or admission.statefulset_of_ordinal(snapshot, ref.namespace, ref.name)
 
 
 def _admission_pending(snapshot: Snapshot, workload: K8sObject, pods: list[K8sObject]) -> bool:
@@ -102,13 +107,22 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
     return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
                    spec=spec, events=snapshot.events_for("Pod", namespace, name),
                    gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0},
-                   hami=hami_request(pod))
+                   hami=hami_request(pod), dra=_claim_set(snapshot, config, namespace, spec, pod))
 
 
 def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                     workload: K8sObject) -> Subject:
     spec = admission.template_spec(workload)
     return Subject(snapshot, config, ref, None, workload=workload, spec=spec,
-                   gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0})
+                   gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0},
+                   dra=_claim_set(snapshot, config, object_key(workload)[0], spec))
 
 
+def _claim_set(snapshot: Snapshot, config: TriageConfig, namespace: str,
+               spec: Mapping[str, Any], pod: K8sObject | None = None) -> ClaimSet | None:
+    """The claims of a pod, or of a pod template (a workload whose pods do not exist)."""
+    if not spec.get("resourceClaims"):
+        return None
+    inventory = snapshot.dra_inventory(config.gpu_drivers)
+    return ClaimSet(inventory, inventory.pod_claims(pod) if pod is not None
+                    else inventory.template_claims(namespace, spec))

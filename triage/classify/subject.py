@@ -14,6 +14,7 @@ from decimal import Decimal
 from enum import Enum
 from typing import Any
 
+from scoring.dra import ClaimSet
 from scoring.hami import HamiNodeFit, HamiRequest
 from triage import admission
 from triage.config import TriageConfig
@@ -54,6 +55,8 @@ class Subject:
     events: list[K8sObject] = field(default_factory=list)
     gpu: dict[str, int] = field(default_factory=dict)
     hami: HamiRequest | None = None
+    # Dynamic Resource Allocation: the pod's claims resolved, None when it has none
+    dra: ClaimSet | None = None
     # Node outcomes, filled as node filters run: name -> report
     reports: dict[str, NodeReport] = field(default_factory=dict)
     hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once
@@ -105,6 +108,10 @@ class NodeFilter:
     drop: NodeFilterFn
     explain: ExplainFn
     leftover: LeftoverFn | None = None
+    # The word a dropped node gets, when it is not the step's cause (DRA's device-unfit).
+    outcome: Cause | None = None
+    # A HAMi device code summary ("2/4 CardInsufficientMemory") is the node's outcome itself.
+    outcome_is_reason: bool = False
 
 
 Check = PodCheck | NodeFilter

@@ -36,17 +36,24 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from triage.admission import ordinal_base
 from triage.cluster.reader import (
+    CLAIM_TEMPLATES,
     DEFAULT_PAGE_SIZE,
     DEFAULT_TIMEOUT,
+    DEVICE_CLASSES,
     EVENTS,
     NODES,
     NON_TERMINATED,
     PODS,
     QUOTAS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     RUNTIME_CLASSES,
     WORKLOADS,
     ClusterReader,
+    NotServed,
+    Resource,
 )
 from triage.errors import ClusterError
 from triage.objects import K8sObject, object_key
@@ -97,6 +104,10 @@ def read_ref_objects(reader: ClusterReader, ref: PodRef,
                  if (w := reader.get(WORKLOADS[kind], namespace, ref.name)) is not None]
     if not workloads:
         workloads = _workloads_named_by(reader, namespace, ref.name, failed_creates)
+    if not workloads and (ordinal := ordinal_base(ref.name)) is not None:
+        # db-0, never created, its FailedCreate expired: the StatefulSet db still wants it.
+        statefulset = reader.get(WORKLOADS["StatefulSet"], namespace, ordinal[0])
+        workloads = [statefulset] if statefulset is not None else []
     for workload in workloads:
         children, pods = _children(reader, workload, page_size)
         found.workloads.extend([workload, *children])
@@ -213,6 +224,45 @@ def namespace_policy(reader: ClusterReader, namespace: str, page_size: int,
     return quotas, runtime_classes
 
 
+def asks_dra(found: RefObjects) -> bool:
+    """Some pod (or pod template) of the ref names ResourceClaims."""
+    specs = [p.get("spec") or {} for p in found.pods] + [
+        ((w.get("spec") or {}).get("template") or {}).get("spec") or {} for w in found.workloads]
+    return any(spec.get("resourceClaims") for spec in specs)
+
+
+def served(reader: ClusterReader, resource: Resource, namespace: str = "",
+           page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """A list, empty when the cluster does not serve the resource (no DRA API group)."""
+    try:
+        return reader.list_all(resource, namespace, page_size=page_size)[0]
+    except NotServed:
+        return []
+
+
+def read_dra_policy(reader: ClusterReader, namespace: str,
+                    page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """DeviceClasses and the namespace's ResourceClaimTemplates: read for a DRA pod only."""
+    return [*served(reader, DEVICE_CLASSES, page_size=page_size),
+            *served(reader, CLAIM_TEMPLATES, namespace, page_size=page_size)]
+
+
+def read_dra(reader: ClusterReader, found: RefObjects, namespace: str,
+             page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """The DRA objects one triage needs, read cold.
+
+    A DRA pod needs them all (they decide its answer: a failed read is the answer); any other
+    pod only the ResourceSlices, which say whether its node publishes GPUs as DRA devices
+    (corroboration: a failed read is noted in the Verdict).
+    """
+    if asks_dra(found):
+        return [*read_dra_policy(reader, namespace, page_size),
+                *served(reader, RESOURCE_CLAIMS, page_size=page_size),
+                *served(reader, RESOURCE_SLICES, page_size=page_size)]
+    return _optional(found.problems, lambda: (served(reader, RESOURCE_SLICES,
+                                                     page_size=page_size), ""))
+
+
 def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_PAGE_SIZE,
                   timeout: float = DEFAULT_TIMEOUT, cluster: str = "") -> Snapshot:
     """Everything one triage of ``ref`` needs, read cold from the API (``gpuwhy triage``)."""
@@ -221,9 +271,10 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
     nodes, _ = reader.list_all(NODES, page_size=page_size)
     pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
     quotas, runtime_classes = namespace_policy(reader, ref.namespace, page_size, found.problems)
+    dra = read_dra(reader, found, ref.namespace, page_size)
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
-                    workloads=found.workloads, cluster=cluster or reader.server,
+                    workloads=found.workloads, dra=dra, cluster=cluster or reader.server,
                     problems=tuple(found.problems))
 
 
@@ -246,5 +297,10 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
     quotas, runtime_classes = namespace_policy(reader, namespace, page_size)
     workloads = [w for kind in WORKLOAD_KINDS
                  for w in reader.list_all(WORKLOADS[kind], namespace, page_size=page_size)[0]]
+    # Claims of every namespace: any of them may hold the devices a pod here waits for.
+    dra = [*read_dra_policy(reader, namespace, page_size),
+           *served(reader, RESOURCE_CLAIMS, page_size=page_size),
+           *served(reader, RESOURCE_SLICES, page_size=page_size)]
     return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
-                    runtimeclasses=runtime_classes, workloads=workloads, cluster=reader.server)
+                    runtimeclasses=runtime_classes, workloads=workloads, dra=dra,
+                    cluster=reader.server)

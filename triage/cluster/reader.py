@@ -57,6 +57,12 @@ PODS = Resource("pods", "Pod", "v1")
 EVENTS = Resource("events", "Event", "v1")
 QUOTAS = Resource("resourcequotas", "ResourceQuota", "v1")
 RUNTIME_CLASSES = Resource("runtimeclasses", "RuntimeClass", "node.k8s.io/v1")
+# Dynamic Resource Allocation (GA in Kubernetes 1.34); a cluster may not serve the group.
+DEVICE_CLASSES = Resource("deviceclasses", "DeviceClass", "resource.k8s.io/v1")
+RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v1")
+CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "ResourceClaimTemplate",
+                           "resource.k8s.io/v1")
+RESOURCE_SLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1")
 WORKLOADS: dict[str, Resource] = {
     "Deployment": Resource("deployments", "Deployment", "apps/v1"),
     "ReplicaSet": Resource("replicasets", "ReplicaSet", "apps/v1"),
@@ -85,6 +91,10 @@ class _Call:
 _RBAC_DENIAL = re.compile(r"cannot \w+ resource")
 _USER = re.compile(r'User "([^"]+)"')
 _RUNTIME_CLASS_NOT_FOUND = re.compile(r'RuntimeClass "[^"]*" not found')
+
+
+class NotServed(ClusterError):
+    """A list answered 404: the API server does not serve that resource (or its group)."""
 
 
 class ClusterReader:
@@ -125,7 +135,8 @@ class ClusterReader:
                     page_query = [*query, ("continue", token)] if token else query
                     response = self._request(call, "GET", resource.path(namespace), page_query)
                     if response is None:
-                        raise self._not_found(call, "")
+                        raise NotServed(str(self._not_found(call, "the API server does not "
+                                                                 "serve this resource")))
                     document = self._json(call, response)
                     items.extend(with_kind(resource, document.get("items") or []))
                     metadata = document.get("metadata") or {}
@@ -155,7 +166,8 @@ class ClusterReader:
         response = self._request(call, "GET", resource.path(), query,
                                  read_timeout=timeout_seconds + max(self.timeout, 30.0))
         if response is None:
-            raise self._not_found(call, "")
+            raise NotServed(str(self._not_found(call, "the API server does not serve this "
+                                                      "resource")))
         if on_open is not None:
             on_open(response)
         buffer = b""

@@ -1,4 +1,5 @@
-"""The watch cache (``gpuwhy serve``): nodes and non-terminated pods kept in memory by list +
+"""The watch cache (``gpuwhy serve``): nodes, non-terminated pods, ResourceSlices and
+ResourceClaims kept in memory by list +
 watch, so a triage from it costs only the per-ref reads, whatever the cluster size."""
 
 from __future__ import annotations
@@ -17,14 +18,23 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from triage.cluster.errors import Expired, one_line
-from triage.cluster.read import merge_pods, namespace_policy, read_ref_objects
+from triage.cluster.read import (
+    asks_dra,
+    merge_pods,
+    namespace_policy,
+    read_dra_policy,
+    read_ref_objects,
+)
 from triage.cluster.reader import (
     DEFAULT_PAGE_SIZE,
     DEFAULT_TIMEOUT,
     NODES,
     NON_TERMINATED,
     PODS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
     ClusterReader,
+    NotServed,
     Resource,
 )
 from triage.errors import ClusterError
@@ -119,6 +129,40 @@ class _NodeStore:
 
     def __len__(self) -> int:
         return len(self._nodes)
+
+
+class _ObjectStore:
+    """Whole objects by namespace and name (ResourceSlices, ResourceClaims: small, and read
+    in full by the DRA checks); viewed in the API server's order."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[tuple[str, str], K8sObject] = {}
+
+    def replace(self, items: Iterable[K8sObject]) -> None:
+        fresh = {object_key(obj): _without_managed_fields(obj) for obj in items}
+        with self._lock:
+            self._objects = fresh
+
+    def upsert(self, obj: K8sObject) -> None:
+        with self._lock:
+            self._objects[object_key(obj)] = _without_managed_fields(obj)
+
+    def remove(self, obj: K8sObject) -> None:
+        with self._lock:
+            self._objects.pop(object_key(obj), None)
+
+    def view(self) -> list[K8sObject]:
+        with self._lock:
+            return [self._objects[key] for key in sorted(self._objects)]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+
+def _without_managed_fields(obj: K8sObject) -> K8sObject:
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return {**obj, "metadata": metadata}
 
 
 Amounts = dict[str, Decimal]  # resource -> summed effective request
@@ -282,11 +326,13 @@ class _Reflector:
     """
 
     def __init__(self, cache: WatchCache, resource: Resource, field_selector: str,
-                 store: _NodeStore | _PodStore) -> None:
+                 store: _NodeStore | _PodStore | _ObjectStore, optional: bool = False) -> None:
         self.cache = cache
         self.resource = resource
         self.field_selector = field_selector
         self.store = store
+        # A cluster may not serve it (no DRA API group): then it is empty, asked again later.
+        self.optional = optional
         self.listed = threading.Event()
         self.resource_version = ""
         self.lists = 0
@@ -310,6 +356,13 @@ class _Reflector:
                 self._watch()
             except Expired:
                 self.resource_version = ""
+            except NotServed:
+                if not self.optional:
+                    raise
+                self.store.replace([])
+                self.resource_version = ""
+                self.listed.set()
+                stop.wait(self.cache.watch_seconds)
             except ClusterError as exc:
                 if stop.is_set():
                     return
@@ -367,7 +420,8 @@ class _Reflector:
 
 
 class WatchCache:
-    """Nodes and non-terminated pods, kept current by list + watch in two threads."""
+    """Nodes, non-terminated pods, ResourceSlices and ResourceClaims, kept current by list +
+    watch, one thread each."""
 
     def __init__(self, api_client: ApiClient, timeout: float = DEFAULT_TIMEOUT,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_seconds: int = 300,
@@ -380,9 +434,13 @@ class WatchCache:
         self.last_error: str | None = None
         self.nodes = _NodeStore()
         self.pods = _PodStore()
+        self.slices = _ObjectStore()
+        self.claims = _ObjectStore()
         self._reflectors = (
             _Reflector(self, NODES, "", self.nodes),
             _Reflector(self, PODS, NON_TERMINATED, self.pods),
+            _Reflector(self, RESOURCE_SLICES, "", self.slices, optional=True),
+            _Reflector(self, RESOURCE_CLAIMS, "", self.claims, optional=True),
         )
 
     def start(self) -> None:
@@ -399,7 +457,7 @@ class WatchCache:
 
     @property
     def ready(self) -> bool:
-        """True once nodes and pods have each been listed in full."""
+        """True once nodes, pods, ResourceSlices and ResourceClaims have each been listed."""
         return all(r.listed.is_set() for r in self._reflectors)
 
     def wait_ready(self, timeout: float) -> bool:
@@ -423,9 +481,13 @@ class WatchCache:
         quotas, runtime_classes = namespace_policy(self.reader, ref.namespace, self.page_size,
                                                     found.problems)
         by_node, requested = self.pods.by_node_view()
+        # DeviceClasses and claim templates are read per triage, and only for a DRA pod.
+        policy = read_dra_policy(self.reader, ref.namespace, self.page_size) if asks_dra(
+            found) else []
         return IndexedSnapshot(
             nodes=self.nodes.view(), pods=found.pods, events=found.events,
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
+            dra=[*policy, *self.claims.view(), *self.slices.view()],
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
             pods_by_node=by_node,
             requested_by_node=requested,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from triage.classify.checks.dra import allocation_evidence
 from triage.classify.subject import Finding, Subject
 from triage.objects import object_key
 from triage.snapshot import Snapshot
@@ -63,4 +64,5 @@ def check_scheduled(subject: Subject) -> Finding:
                    f"{subject.label} is bound to {node} (phase {phase}). Nothing is wrong at "
                    "scheduling level: look at the pod's logs and container statuses.",
                    [Evidence(f"Pod {subject.label}", "spec.nodeName", node),
-                    Evidence(f"Pod {subject.label}", "status.phase", phase)])
+                    Evidence(f"Pod {subject.label}", "status.phase", phase),
+                    *allocation_evidence(subject)])

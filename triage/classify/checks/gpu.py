@@ -31,10 +31,16 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
         product = labels(node.raw).get("nvidia.com/gpu.product")
         hint = f" although its GFD labels say {product}" if product else ""
         parts.append(f"{node.name}{hint}")
+    inventory = subject.snapshot.dra_inventory(subject.config.gpu_drivers)
+    published = [n.name for n, _ in dropped if any(
+        d.driver in inventory.gpu_drivers for d in inventory.devices_for(n.raw))]
+    dra = (f" {', '.join(published[:5])} publish{'es' if len(published) == 1 else ''} GPUs "
+           "only as DRA devices (ResourceSlices): ask for them through a ResourceClaim "
+           "instead." if published else "")
     return Finding(Cause.NO_GPU_NODE,
                    f"no matching node reports {resource} in status.capacity: "
                    f"{'; '.join(parts)}. The device plugin is not registered there: restore the "
-                   f"device plugin on {', '.join(n.name for n, _ in dropped)}.",
+                   f"device plugin on {', '.join(n.name for n, _ in dropped)}.{dra}",
                    [Evidence(f"Node/{n.name}", f"status.capacity[{resource}]",
                              str(status_amount(n.raw, "capacity", resource) or "absent"))
                     for n, _ in dropped[:5]])

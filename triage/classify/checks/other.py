@@ -9,7 +9,7 @@ from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidenc
 from triage.config import TriageConfig
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling, scheduler_spoke
 from triage.nodetable import NodeInfo
-from triage.pods import effective_request, resource_claims
+from triage.pods import effective_request
 from triage.quantity import QuantityError, parse_quantity
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
@@ -49,17 +49,8 @@ def explain_other_resources(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding | None:
-    """Nodes fit GPU-wise, yet the pod waits: a DRA claim, or the scheduler names something."""
-    claims = resource_claims(subject.spec)
+    """Nodes fit GPU-wise, yet the pod waits: the scheduler names something."""
     fitting = ", ".join(n.name for n in fit[:3])
-    if claims and not subject.gpu:
-        return Finding(Cause.OTHER_CONSTRAINT,
-                       f"{subject.label} asks for devices through Dynamic Resource Allocation "
-                       f"(claim {', '.join(claims)}); gpuwhy does not triage DRA allocation yet. "
-                       "Check the claim's status and the DRA driver (kubectl describe "
-                       "resourceclaim).",
-                       [Evidence(f"Pod {subject.label}", "spec.resourceClaims", ", ".join(claims)),
-                        *scheduler_evidence(subject)])
     message = latest_scheduling_failure(subject.pod or {}, subject.events)
     if message is None and not scheduler_spoke(subject.pod or {}, subject.events):
         return None
@@ -78,7 +69,8 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
     return Finding(Cause.OTHER_CONSTRAINT, action, scheduler_evidence(subject))
 
 
-_FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption")
+# "dra" (cannot allocate all claims) too: the funnel has judged the claims from the objects.
+_FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption", "dra")
 
 
 def _other_reasons(message: str, config: TriageConfig) -> str | None:

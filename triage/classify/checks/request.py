@@ -9,9 +9,18 @@ from triage.vocabulary import Cause
 
 
 def check_no_gpu_request(subject: Subject) -> Finding | None:
-    if gpu_related_resources(subject.spec, subject.config) or resource_claims(subject.spec):
+    # A pod asking for GPUs through Dynamic Resource Allocation asks for GPUs.
+    if gpu_related_resources(subject.spec, subject.config) or (
+            subject.dra is not None and subject.dra.asks_gpu):
         return None
     where = f" It is bound to {subject.spec['nodeName']}." if subject.spec.get("nodeName") else ""
+    claims = resource_claims(subject.spec)
+    if claims:
+        assert subject.dra is not None
+        classes = sorted({a.device_class for c in subject.dra.claims for r in c.requests
+                          for a in r.alternatives})
+        where += (f" Its claims ({', '.join(claims)}) ask for {', '.join(classes) or 'no device'}"
+                  f", not a GPU class (drivers {', '.join(subject.config.gpu_drivers)}).")
     return Finding(Cause.NO_GPU_REQUEST,
                    f"no container of {subject.label} (init containers included) has a GPU in "
                    f"resources.limits, so it gets no GPU.{where} Add `limits: nvidia.com/gpu: N` "
