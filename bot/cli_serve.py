@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from slack_bolt.adapter.socket_mode import SocketModeHandler
@@ -21,7 +22,9 @@ from bot.cli_cluster import add_cluster_options
 from bot.cli_store import add_db_option
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
+from bot.journal import IncidentJournal, JournalError, default_journal_path
 from bot.listeners.state import BotState
+from bot.metrics import READINGS
 from bot.serve import (
     EVENTS_PATH,
     HEALTH_PATH,
@@ -30,8 +33,8 @@ from bot.serve import (
     SlackEndpoint,
     cluster_check,
     digest_thread,
-    flush_thread,
     http_routes,
+    store_check,
 )
 from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store, StoreError, database_url
@@ -40,6 +43,7 @@ from triage.errors import ClusterError
 from triage.snapshot import SnapshotError
 
 EXIT_OK, EXIT_SETUP = 0, 1
+STORE_GRACE_S = 5.0  # at SIGTERM, for the store to take what waits (Kubernetes allows 30 s)
 DEFAULT_PORT = 3000
 log = logging.getLogger("gpuwhy")
 # The start-up check logs nothing itself: its failure becomes the one line serve prints.
@@ -77,14 +81,18 @@ def run_serve(args: argparse.Namespace) -> int:
         config = load_config(env)
         app_token, secret = _tokens(env)
         store = Store(database_url(args.db, env))
-        store.upgrade()
+        upgraded = _upgrade(store)
         client = slack_client(env)
         _check_bot_token(client)
         source = _source(args, config)
-        state = BotState(config=config, source=source, store=store)
+        journal_path = Path(config.journal_path) if config.journal_path \
+            else default_journal_path(store)
+        journal = IncidentJournal(store, journal_path, upgraded=upgraded)
+        READINGS.incidents_waiting(lambda: journal.waiting)
+        state = BotState(config=config, source=source, store=store, journal=journal)
         app = bolt_app(state, client, signing_secret=secret)
         endpoint = SlackEndpoint(app, secret) if secret and not app_token else None
-        readiness = Readiness({"cluster": cluster_check(source)})
+        readiness = Readiness({"cluster": cluster_check(source), "store": store_check(journal)})
         server = HTTPServer(args.host, args.port,
                             http_routes(slack=endpoint, readiness=readiness))
         handler = SocketModeHandler(app, app_token) if app_token else None
@@ -92,15 +100,13 @@ def run_serve(args: argparse.Namespace) -> int:
             else None
         if handler is not None:
             _connect(handler)
-    except (ConfigError, ServeError, SnapshotError, ClusterError, StoreError, DigestError,
-            BoltError, SlackApiError, SlackClientError, OSError) as exc:
+    except (ConfigError, ServeError, SnapshotError, ClusterError, StoreError, JournalError,
+            DigestError, BoltError, SlackApiError, SlackClientError, OSError) as exc:
         _stop_source(source)
         print(f"gpuwhy serve: {_one_line(exc)}", file=sys.stderr)
         return EXIT_SETUP
     if digest is not None:
         digest.start()
-    flusher = flush_thread(state, stop)
-    flusher.start()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     threading.Thread(target=server.serve_forever, name="gpuwhy-http", daemon=True).start()
     mode = "Socket Mode" if handler is not None else f"HTTP, POST {EVENTS_PATH}"
@@ -114,11 +120,24 @@ def run_serve(args: argparse.Namespace) -> int:
         server.shutdown()
         if handler is not None:
             handler.close()  # type: ignore[no-untyped-call]
-        flusher.join()  # one retry at a time, in order
-        state.close()  # answers already acked still go out, get recorded, and so do the waiting
+        # Answers already acked still go out; the journal gets a last chance to store what
+        # waits, and keeps on disk what it could not.
+        state.close(STORE_GRACE_S)
         _stop_source(source)
         store.close()
     return EXIT_OK
+
+
+def _upgrade(store: Store) -> bool:
+    """Migrate the store; a store that is down does not stop serve (answers wait in the
+    journal, which migrates it once it is back). A wrong URL failed earlier, in Store()."""
+    try:
+        store.upgrade()
+    except StoreError as exc:
+        log.warning("incident store: unavailable at start, answering anyway; incidents wait "
+                    "in the journal: %s", exc)
+        return False
+    return True
 
 
 def _tokens(env: Mapping[str, str]) -> tuple[str | None, str | None]:

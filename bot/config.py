@@ -35,6 +35,7 @@ STRICT_SECTION = ConfigDict(extra="forbid", frozen=True)
 ENVIRONMENT = {  # variable -> the config key it sets (the variable wins over the file)
     "GPUWHY_CLUSTER": "cluster",
     "GPUWHY_DATABASE_URL": "database_url",
+    "GPUWHY_JOURNAL": "journal_path",
     "GPUWHY_DIGEST_CHANNEL": "digest.channel",
 }
 # Keys whose value may hold a password: errors name them without the value.
@@ -117,6 +118,9 @@ class BotConfig:
     __pydantic_config__ = STRICT_SECTION
     cluster: Text = "default"
     database_url: Text = field(default_factory=default_database_url)
+    # Where answers wait for the store (fsync'd JSON lines); default: next to the SQLite file,
+    # else in the user data directory. One per gpuwhy serve process.
+    journal_path: Text | None = None
     triage: TriageSettings = field(default_factory=TriageSettings)
     # channel id -> namespaces it may describe ("*" = all). Empty mapping: every channel, all.
     channels: Mapping[ChannelId, tuple[Namespace, ...]] = field(default_factory=dict)

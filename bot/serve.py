@@ -22,7 +22,7 @@ from slack_sdk import WebClient
 
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
-from bot.listeners.state import BotState
+from bot.journal import IncidentJournal, store_status
 from bot.store import Store
 from bot.web import Request, Response, Routes, plain
 
@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
-FLUSH_INTERVAL_S = 60.0
 SIGNATURE_WINDOW_S = 300  # Slack's: a request older or newer than this is refused
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
@@ -76,6 +75,11 @@ def cluster_check(source: object) -> Callable[[], Check]:
             return Check(True, "ready")
         return Check(False, "loading (the watch cache has not listed nodes and pods yet)")
     return check
+
+
+def store_check(journal: IncidentJournal | None) -> Callable[[], Check]:
+    """The store never makes serve unready: answers go out and wait in the journal."""
+    return lambda: Check(True, store_status(journal))
 
 
 def healthz(request: Request) -> Response:
@@ -164,18 +168,3 @@ def digest_thread(store: Store, client: WebClient, schedule: DigestSchedule,
     scheduler = DigestScheduler(store, post, schedule)
     return threading.Thread(target=scheduler.run_forever, args=(stop,), name="gpuwhy-digest",
                             daemon=True)
-
-
-def flush_thread(state: BotState, stop: threading.Event,
-                 interval_s: float = FLUSH_INTERVAL_S) -> threading.Thread:
-    """Every ``interval_s`` until ``stop``, retry incidents the store could not take yet, so
-    a quiet bot does not keep them in memory only (a daemon thread, not started yet)."""
-
-    def run() -> None:
-        while not stop.wait(interval_s):
-            try:
-                state.flush()
-            except Exception:  # whatever it was, the next round tries again
-                log.exception("incident store: retrying waiting incidents failed")
-
-    return threading.Thread(target=run, name="gpuwhy-flush", daemon=True)

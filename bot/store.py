@@ -12,12 +12,14 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import alembic.command
 import alembic.config
@@ -48,6 +50,11 @@ EVENT_RETENTION = timedelta(days=1)
 EVENT_PRUNE_INTERVAL = timedelta(hours=1)
 # A digest for week W is claimed during week W+1; two weeks keep every claim that still counts.
 DIGEST_CLAIM_RETENTION = timedelta(days=14)
+# What an answer waits on from the store (an event claim, a thread lookup) gives up after this.
+QUICK_TIMEOUT_S = 1.0
+QUICK_WORKERS = 4
+QUICK_PENDING = 32
+T = TypeVar("T")
 # Alembic keeps the running migration in module globals: one migration per process at a time.
 _MIGRATING = threading.Lock()
 
@@ -226,9 +233,61 @@ class Store:
         self.url = _safe(self.engine.url)
         self._sessions = sessionmaker(self.engine)
         self._next_event_prune: datetime | None = None
+        self._quick = ThreadPoolExecutor(QUICK_WORKERS, thread_name_prefix="gpuwhy-store")
+        self._quick_slots = threading.BoundedSemaphore(QUICK_PENDING)
+
+    def quickly(self, call: Callable[[], T], doing: str,
+                timeout: float = QUICK_TIMEOUT_S) -> T:
+        """``call()``, or a StoreError after ``timeout`` seconds: for what an answer waits on
+        (a locked SQLite file waits out its busy timeout; a PostgreSQL that accepts and never
+        answers, its connect timeout). The call itself runs on to its end in the background."""
+        if not self._quick_slots.acquire(blocking=False):
+            raise StoreError(f"database {self.url}: cannot {doing}: too many calls waiting")
+        try:
+            future = self._quick.submit(call)
+        except RuntimeError as exc:  # closed
+            self._quick_slots.release()
+            raise StoreError(f"database {self.url}: cannot {doing}: {exc}") from exc
+        future.add_done_callback(lambda _: self._quick_slots.release())
+        try:
+            return future.result(timeout)
+        except FutureTimeout:
+            raise StoreError(f"database {self.url}: cannot {doing}: no answer within "
+                             f"{timeout:g} s") from None
 
     def close(self) -> None:
+        self._quick.shutdown(wait=False, cancel_futures=True)
         self.engine.dispose()
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        """The SQLite file, or None (another database, or SQLite in memory)."""
+        if self.engine.dialect.name != "sqlite":
+            return None
+        database = self.engine.url.database or ""
+        if not database or database == ":memory:" or database.startswith("file:"):
+            return None
+        return Path(database)
+
+    def file_identity(self) -> tuple[int, int] | None:
+        """(device, inode) of the SQLite file; None when it is missing or not a file store."""
+        path = self.sqlite_path
+        try:
+            found = path.stat() if path is not None else None
+        except OSError:
+            return None
+        return None if found is None else (found.st_dev, found.st_ino)
+
+    def reopen(self) -> None:
+        """Drop pooled connections, so the next use opens new ones (and, for SQLite, the
+        directory exists again)."""
+        self.engine.dispose()
+        path = self.sqlite_path
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                log.warning("incident store: cannot create %s: %s", path.parent, exc)
 
     @contextmanager
     def _failures(self, doing: str) -> Iterator[None]:

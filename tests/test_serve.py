@@ -44,7 +44,7 @@ def test_serve_answers_signed_slack_requests_over_http(tmp_path: Path, slack: Fa
     try:
         port = served.port()
         assert http(port, "/healthz") == (200, "ok\n")
-        assert http(port, "/readyz") == (200, "ready\ncluster: ready\n")
+        assert http(port, "/readyz") == (200, "ready\ncluster: ready\nstore: ok\n")
         assert http(port, "/nope")[0] == 404
 
         command = command_body("research/full", response_url=slack.response_url())
@@ -84,8 +84,6 @@ def test_serve_answers_signed_slack_requests_over_http(tmp_path: Path, slack: Fa
      "gpuwhy serve: SLACK_BOT_TOKEN is not set; export the bot token (xoxb-...)\n"),
     ({}, ["--snapshot", "/nonexistent/dump"], None),
     ({"GPUWHY_DATABASE_URL": "nosuchdb://x"}, ["--snapshot", SEVEN_STATES], None),
-    ({"GPUWHY_DATABASE_URL": "postgresql+psycopg://gpuwhy@127.0.0.1:1/gpuwhy"},
-     ["--snapshot", SEVEN_STATES], None),
     ({"GPUWHY_CONFIG": str(FIXTURES / "no-such-config.yaml")}, ["--snapshot", SEVEN_STATES],
      None),
     ({"SLACK_API_URL": "http://127.0.0.1:1/api/"}, ["--snapshot", SEVEN_STATES],

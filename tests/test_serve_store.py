@@ -1,12 +1,11 @@
 """`gpuwhy serve` and its store: --db, and incidents the store refused at first reaching it
-later (every minute while serving, and at shutdown)."""
+later (the journal's writer retrying while serving, and at shutdown)."""
 
 from __future__ import annotations
 
 import logging
 import re
 import sqlite3
-import threading
 from pathlib import Path
 
 import pytest
@@ -17,8 +16,8 @@ from test_slack_app import CHANNEL, SECRET, simple_source, wait_until
 from bot.app import bolt_app, slack_client
 from bot.cli import main
 from bot.config import BotConfig
+from bot.journal import IncidentJournal
 from bot.listeners.state import BotState
-from bot.serve import flush_thread
 from bot.store import Store
 from tests.slackfake import FakeSlack, ServeProcess, command_body
 
@@ -44,24 +43,17 @@ def answer_during_outage(state: BotState, store: Store, slack: FakeSlack,
     return ts
 
 
-def test_the_periodic_flush_stores_what_waited(database_url: str, slack: FakeSlack,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_the_journal_stores_what_waited(database_url: str, slack: FakeSlack,
+                                        caplog: pytest.LogCaptureFixture) -> None:
     store = Store(database_url)
     store.upgrade()
+    journal = IncidentJournal(store, retry_s=(0.05, 0.05))  # it keeps retrying
     state = BotState(config=BotConfig(database_url="sqlite://"), source=simple_source(),
-                     store=store)
-    stop = threading.Event()
-    flusher = flush_thread(state, stop, interval_s=0.05)
-    flusher.start()  # it keeps running through the outage
-    try:
-        ts = answer_during_outage(state, store, slack, caplog)
-        incident = wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
-        assert incident.verdict.ref == "research/full"
-    finally:
-        stop.set()
-        flusher.join(2)
-    assert not flusher.is_alive()
-    state.close()
+                     store=store, journal=journal)
+    ts = answer_during_outage(state, store, slack, caplog)
+    incident = wait_until(lambda: store.incident_for_thread(CHANNEL, ts))
+    assert incident.verdict.ref == "research/full"
+    assert state.close()
     store.close()
 
 
@@ -72,7 +64,6 @@ def test_closing_stores_what_waited(tmp_path: Path, slack: FakeSlack,
     state = BotState(config=BotConfig(database_url="sqlite://"), source=simple_source(),
                      store=store)
     ts = answer_during_outage(state, store, slack, caplog)
-    assert store.incident_for_thread(CHANNEL, ts) is None
     state.close()
     assert store.incident_for_thread(CHANNEL, ts) is not None
     store.close()

@@ -14,10 +14,11 @@ from slack_bolt import Respond
 
 from bot.config import BotConfig
 from bot.digest import EVERYTHING, Scope
+from bot.journal import IncidentJournal, JournalEntry
 from bot.listeners.replies import APOLOGY
 from bot.metrics import ANSWERS
 from bot.sources import TriageSource
-from bot.store import RecordingStore, Store, StoreError
+from bot.store import Store, StoreError
 from bot.visibility import visible_verdict
 from triage.verdict import Verdict
 
@@ -90,24 +91,27 @@ class BotState:
     recent: RecentAnswers = field(default_factory=RecentAnswers)
     seen: SeenEvents = field(default_factory=SeenEvents)
     workers: Executor = field(default_factory=answer_workers)
+    # Where answers wait for the store; by default a journal in memory on ``store``.
+    journal: IncidentJournal | None = None
 
     def __post_init__(self) -> None:
-        self._recording = None if self.store is None else RecordingStore(self.store)
+        if self.journal is None and self.store is not None:
+            self.journal = IncidentJournal(self.store)
 
     def remember(self, verdict: Verdict, *, asked_by: str, channel: str,
                  message_ts: str | None) -> None:
         """Keep a posted answer for its thread (``message_ts`` None: a private reply, which has
-        none) and record it; a store failure is logged, never raised."""
+        none) and journal it for the store (never waits)."""
         now = self.clock()
         if message_ts is not None:
             self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
         log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
                  channel, message_ts or "(private)")
         ANSWERS.labels(verdict.cause, SLACK_SOURCE).inc()
-        if self._recording is not None:
-            self._recording.record(verdict, cluster=self.source.cluster, asked_by=asked_by,
-                                   source=SLACK_SOURCE, channel=channel, message_ts=message_ts,
-                                   at=now)
+        if self.journal is not None:
+            self.journal.append(JournalEntry(
+                verdict, cluster=self.source.cluster, asked_by=asked_by, source=SLACK_SOURCE,
+                channel=channel, message_ts=message_ts, at=now))
 
     def later(self, what: str, work: Callable[[], object], respond: Respond | None = None,
               ) -> None:
@@ -143,28 +147,28 @@ class BotState:
         if self.store is None:
             return True
         try:
-            return self.store.claim_event(event_id)
+            store = self.store
+            return store.quickly(lambda: store.claim_event(event_id), "claim a Slack event")
         except StoreError as exc:
             log.warning("incident store: cannot claim event %s, answering anyway: %s",
                         event_id, exc)
             return True
 
-    def flush(self) -> bool:
-        """Retry incidents the store could not take yet; True when none is left waiting."""
-        return self._recording is None or self._recording.flush()
-
-    def close(self) -> None:
-        """Finish the answers in flight, then retry incidents the store could not take yet."""
+    def close(self, store_timeout: float = 10.0) -> bool:
+        """Finish the answers in flight, then give the journal ``store_timeout`` seconds to
+        store what waits (what is left stays in its file); True when nothing waits."""
         self.workers.shutdown(wait=True)
-        self.flush()
+        return self.journal is None or self.journal.close(store_timeout)
 
     def answer_for_thread(self, channel: str, thread_ts: str) -> PostedAnswer | None:
         """The gpuwhy answer that opened this thread, as this channel may see it, or None when
         it is not one of ours."""
         posted = self.recent.get(channel, thread_ts)
         if posted is None and self.store is not None:
+            store = self.store
             try:
-                incident = self.store.incident_for_thread(channel, thread_ts)
+                incident = store.quickly(lambda: store.incident_for_thread(channel, thread_ts),
+                                         "read an incident")
             except StoreError as exc:
                 log.warning("incident store: cannot look up thread %s/%s: %s", channel,
                             thread_ts, exc)
