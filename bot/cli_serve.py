@@ -38,6 +38,7 @@ from bot.serve import (
 )
 from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store, StoreError, database_url
+from bot.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from bot.web import HTTPServer
 from triage.errors import ClusterError
 from triage.snapshot import SnapshotError
@@ -68,6 +69,7 @@ def register(subparsers: Any) -> None:
                              f"(default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--snapshot", metavar="DIR",
                         help="answer from a dump directory instead of the live cluster")
+    add_prometheus_option(parser)
     add_cluster_options(parser)
     add_db_option(parser)
     parser.set_defaults(func=run_serve)
@@ -89,7 +91,9 @@ def run_serve(args: argparse.Namespace) -> int:
             else default_journal_path(store)
         journal = IncidentJournal(store, journal_path, upgraded=upgraded)
         READINGS.incidents_waiting(lambda: journal.waiting)
-        state = BotState(config=config, source=source, store=store, journal=journal)
+        state = BotState(config=config, store=store, journal=journal,
+                         source=with_prometheus(source, prometheus_settings(
+                             config.prometheus, args.prometheus)))
         app = bolt_app(state, client, signing_secret=secret)
         endpoint = SlackEndpoint(app, secret) if secret and not app_token else None
         readiness = Readiness({"cluster": cluster_check(source), "store": store_check(journal)})

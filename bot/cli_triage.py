@@ -1,4 +1,4 @@
-"""`gpuwhy triage` and `gpuwhy demo`."""
+"""`gpuwhy triage`, `gpuwhy devices` and `gpuwhy demo`."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ from bot.blocks import verdict_blocks
 from bot.cli_cluster import add_cluster_options
 from bot.cli_store import add_db_option
 from bot.config import ConfigError, load_config
+from bot.devices import devices_json, devices_terminal
 from bot.digest import digest_text, load_digest, load_timezone, week_start
 from bot.metrics import ANSWERS
 from bot.render import render_text
 from bot.sources import LiveSource, SnapshotSource, TriageSource
 from bot.store import RecordingStore, Store, StoreError, database_url
+from bot.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import RefError, parse_ref
@@ -34,15 +36,18 @@ def register(subparsers: Any) -> None:
     triage_parser = subparsers.add_parser(
         "triage", help="answer why a pod (or workload) is not running",
         description="Answer with one cause word, the next action and the evidence.")
-    triage_parser.add_argument("ref", metavar="NS/NAME",
-                               help="pod or workload: ns/name, or 'ns name'")
-    triage_parser.add_argument("name", nargs="?", help=argparse.SUPPRESS)
-    triage_parser.add_argument("--snapshot", metavar="DIR",
-                               help="read a dump directory instead of the live cluster")
-    triage_parser.add_argument("--format", choices=("text", "json"), default="text")
-    add_cluster_options(triage_parser)
+    _add_answer_options(triage_parser)
     _add_store_options(triage_parser)
     triage_parser.set_defaults(func=run_triage)
+
+    devices_parser = subparsers.add_parser(
+        "devices", help="list the GPUs behind the answer for a pod (or workload)",
+        description="The per-device table of the nodes that matter for the answer: the node "
+                    "a bound pod runs on, else the nodes it could use, worst first. With "
+                    "Prometheus (--prometheus or GPUWHY_PROMETHEUS_URL) it adds DCGM "
+                    "exporter's utilisation, memory, temperature, XID errors and holders.")
+    _add_answer_options(devices_parser)
+    devices_parser.set_defaults(func=run_devices)
 
     demo_parser = subparsers.add_parser(
         "demo", help="answer for every pod of the bundled demo cluster",
@@ -55,27 +60,47 @@ def register(subparsers: Any) -> None:
     demo_parser.set_defaults(func=run_demo)
 
 
+def _add_answer_options(parser: argparse.ArgumentParser) -> None:
+    """The ref and where the answer comes from: the options `triage` and `devices` share."""
+    parser.add_argument("ref", metavar="NS/NAME", help="pod or workload: ns/name, or 'ns name'")
+    parser.add_argument("name", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("--snapshot", metavar="DIR",
+                        help="read a dump directory instead of the live cluster")
+    add_prometheus_option(parser)
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    add_cluster_options(parser)
+
+
 def _add_store_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-record", action="store_true",
                         help="do not store the answer as an incident")
     add_db_option(parser)
 
 
-def run_triage(args: argparse.Namespace) -> int:
+def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdict] | int:
+    """The source and the answer for the ref on the command line, or the exit code."""
     text = args.ref if args.name is None else f"{args.ref} {args.name}"
     try:
         ref = parse_ref(text)
     except RefError as exc:
-        return _fail(str(exc).replace("/gpuwhy", "gpuwhy triage"), EXIT_USAGE)
+        return _fail(str(exc).replace("/gpuwhy", f"gpuwhy {command}"), EXIT_USAGE)
     try:
         config = load_config()
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        source = _source(args, config.triage)
-        verdict = source.triage(ref)
+        source = with_prometheus(_source(args, config.triage),
+                                 prometheus_settings(config.prometheus, args.prometheus))
+        return source, source.triage(ref)
     except (SnapshotError, ClusterError) as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
+
+
+def run_triage(args: argparse.Namespace) -> int:
+    answered = _answer(args, "triage")
+    if isinstance(answered, int):
+        return answered
+    source, verdict = answered
     ANSWERS.labels(verdict.cause, CLI_SOURCE).inc()
     if args.format == "json":
         print(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
@@ -83,6 +108,18 @@ def run_triage(args: argparse.Namespace) -> int:
         print(render_text(verdict), end="")
     if not args.no_record:
         _record(args.db, [verdict], source.cluster)
+    return EXIT_OK
+
+
+def run_devices(args: argparse.Namespace) -> int:
+    answered = _answer(args, "devices")
+    if isinstance(answered, int):
+        return answered
+    _, verdict = answered
+    if args.format == "json":
+        print(json.dumps(devices_json(verdict), indent=2, ensure_ascii=False))
+    else:
+        print(devices_terminal(verdict, datetime.now(UTC)))
     return EXIT_OK
 
 

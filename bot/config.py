@@ -27,6 +27,7 @@ import yaml
 from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
+from scoring.dcgm import DcgmLabels
 from triage.config import DEFAULT_GPU_RESOURCES, TriageConfig
 
 # Unknown keys are errors; numbers must be numbers (YAML's "9" is a string, not an hour).
@@ -37,6 +38,7 @@ ENVIRONMENT = {  # variable -> the config key it sets (the variable wins over th
     "GPUWHY_DATABASE_URL": "database_url",
     "GPUWHY_JOURNAL": "journal_path",
     "GPUWHY_DIGEST_CHANNEL": "digest.channel",
+    "GPUWHY_PROMETHEUS_URL": "prometheus.url",
 }
 # Keys whose value may hold a password: errors name them without the value.
 SECRET_KEYS = frozenset({"database_url"})
@@ -90,6 +92,10 @@ ResourceName = Annotated[str, _matching(r"[A-Za-z0-9*]([-A-Za-z0-9.*]*[A-Za-z0-9
                                         r"/[A-Za-z0-9*]([-A-Za-z0-9_.*]*[A-Za-z0-9*])?",
                                         "a resource name such as nvidia.com/gpu")]
 Timezone = Annotated[str, AfterValidator(_timezone)]
+HttpUrl = Annotated[str, _matching(r"https?://[^\s/?#]+(/[^\s?#]*)?",
+                                   "an http:// or https:// URL without query")]
+LabelName = Annotated[str, _matching(r"[A-Za-z_][A-Za-z0-9_]*", "a Prometheus label name")]
+Seconds = Annotated[float, Strict(), Field(gt=0, le=60)]
 
 
 # Sections -----------------------------------------------------------------------------------
@@ -114,6 +120,30 @@ class DigestSchedule:
 
 
 @dataclass(frozen=True)
+class DcgmLabelSettings(DcgmLabels):
+    """DcgmLabels with its values checked."""
+
+    __pydantic_config__ = STRICT_SECTION
+    node: LabelName = "Hostname"
+    gpu: LabelName = "gpu"
+    uuid: LabelName = "UUID"
+    model: LabelName = "modelName"
+    pod: LabelName = "pod"
+    namespace: LabelName = "namespace"
+
+
+@dataclass(frozen=True)
+class PrometheusConfig:
+    """Where DCGM exporter's series are read; no url: answers carry no telemetry. The bearer
+    token and a CA bundle come from the environment (GPUWHY_PROMETHEUS_TOKEN / _CA)."""
+
+    __pydantic_config__ = STRICT_SECTION
+    url: HttpUrl | None = None
+    timeout: Seconds = 2.0  # for the whole round of queries
+    labels: DcgmLabelSettings = field(default_factory=DcgmLabelSettings)
+
+
+@dataclass(frozen=True)
 class BotConfig:
     __pydantic_config__ = STRICT_SECTION
     cluster: Text = "default"
@@ -125,6 +155,7 @@ class BotConfig:
     # channel id -> namespaces it may describe ("*" = all). Empty mapping: every channel, all.
     channels: Mapping[ChannelId, tuple[Namespace, ...]] = field(default_factory=dict)
     digest: DigestSchedule = field(default_factory=DigestSchedule)
+    prometheus: PrometheusConfig = field(default_factory=PrometheusConfig)
 
     def channel_allowed(self, channel: str) -> bool:
         return not self.channels or channel in self.channels
@@ -215,11 +246,13 @@ def _reason(error: ErrorDetails) -> str:
         return "must be a list"
     if kind == "int_type":
         return "must be a whole number"
+    if kind == "float_type":
+        return "must be a number"
     if kind == "string_type":
         return "must be a string"
     if kind == "literal_error":
         return f"must be one of {error.get('ctx', {}).get('expected', '')}".replace("'", "")
-    if kind in ("greater_than_equal", "less_than_equal"):
+    if kind in ("greater_than_equal", "less_than_equal", "greater_than"):
         return _range(error)
     if kind == "too_short":
         return "must not be empty"
@@ -236,6 +269,8 @@ def _range(error: ErrorDetails) -> str:
     ctx = error.get("ctx", {})
     if "ge" in ctx:
         return f"must be at least {ctx['ge']}"
+    if "gt" in ctx:
+        return f"must be more than {ctx['gt']:g}"
     return f"must be at most {ctx['le']}"
 
 

@@ -42,6 +42,10 @@ SLACK_API_ERRORS = Counter(
 STORE_WRITES_FAILED = Counter(
     "gpuwhy_store_writes_failed",
     "Incident writes the store refused (each is kept and retried)", registry=REGISTRY)
+PROMETHEUS_QUERIES = Counter(
+    "gpuwhy_prometheus_queries",
+    "Queries for DCGM telemetry, by metric family and result (ok, failed, late)",
+    ["family", "result"], registry=REGISTRY)
 DIGEST_POSTS = Counter(
     "gpuwhy_digest_posts",
     "Weekly digest posts, by result (posted, already-posted, failed)",

@@ -11,7 +11,7 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from triage.verdict import Device, Evidence, NodeReport, Verdict
+from triage.verdict import Device, Evidence, Holding, NodeReport, Verdict
 
 NamespaceVisible = Callable[[str], bool]
 
@@ -55,9 +55,19 @@ def _hide_device(device: Device, visible: NamespaceVisible) -> Device:
     return dataclasses.replace(device, holders=_hide_holders(device.holders, visible))
 
 
+def _hide_held(held: list[Holding], visible: NamespaceVisible) -> list[Holding]:
+    """Holdings of hidden namespaces as one: how many pods, how many GPUs, no names."""
+    shown = [h for h in held if visible(h.pod.partition("/")[0])]
+    hidden = [h for h in held if h not in shown]
+    if not hidden:
+        return list(held)
+    return [*shown, Holding(others_text(len(hidden)), sum(h.count for h in hidden))]
+
+
 def _hide_node(node: NodeReport, visible: NamespaceVisible) -> NodeReport:
     return dataclasses.replace(node, detail=hide_text(node.detail, visible),
-                               devices=[_hide_device(d, visible) for d in node.devices])
+                               devices=[_hide_device(d, visible) for d in node.devices],
+                               held=_hide_held(node.held, visible))
 
 
 def visible_verdict(verdict: Verdict, visible: NamespaceVisible) -> Verdict:

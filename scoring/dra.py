@@ -37,6 +37,9 @@ STAGES = (CLAIM_ELSEWHERE, NO_DEVICE, DEVICE_UNFIT, TOO_LARGE, EXHAUSTED)
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device: how allocation results name a device
 
+# Device.holder_source of DRA devices: claims' allocations say who holds each device.
+DRA_HOLDERS = "dra"
+
 
 @dataclass(frozen=True)
 class SliceDevice:
@@ -476,7 +479,7 @@ class Inventory:
             rows.append(Device(uuid=device.name, index=_index(device, position),
                                type=device.product, memory_total=_mib(device.memory),
                                holders=list(holder.pods or (f"claim {holder.claim}",))
-                               if holder else [], code=code))
+                               if holder else [], code=code, holder_source=DRA_HOLDERS))
         return rows
 
 

@@ -604,6 +604,10 @@ def node_reason(codes: Iterable[str], total: int) -> str:
     return ", ".join(sorted(f"{n}/{total} {code}" for code, n in Counter(codes).items()))
 
 
+# Device.holder_source of HAMi's devices: its allocation annotations say who holds each card.
+HAMI_HOLDERS = "hami"
+
+
 def pick_order(scores: Mapping[str, float], policy: str | None) -> list[str]:
     """Nodes in the order HAMi prefers them: spread lowest score first, otherwise
     (binpack, HAMi's default for any other value) highest first; ties by name."""
@@ -617,7 +621,7 @@ def _devices(cards: list[_CardState], codes: list[str | None]) -> list[Device]:
                    memory_used=c.usage.usedmem, memory_total=c.device.devmem,
                    cores_used=c.usage.usedcores, cores_total=c.device.devcore,
                    numa=c.device.numa, healthy=c.device.health, holders=list(c.usage.holders),
-                   code=code)
+                   code=code, holder_source=HAMI_HOLDERS)
             for c, code in zip(cards, codes, strict=True)]
 
 

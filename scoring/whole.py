@@ -23,12 +23,12 @@ def whole_gpu_score(allocatable: int, used: int, request: int, policy: str) -> f
     return round(share if policy == "binpack" else 1.0 - share, 2)
 
 
-def gfd_devices(node: Mapping[str, Any], holders: list[str]) -> list[Device]:
+def gfd_devices(node: Mapping[str, Any]) -> list[Device]:
     """The node's cards as GPU Feature Discovery labels them; [] without those labels.
 
     The device plugin publishes neither card UUIDs nor which pod holds which card, so
-    ``uuid`` is empty, usage, cores and NUMA are None, and every card lists the pods
-    holding GPUs on the node (``holders``).
+    ``uuid`` is empty, usage, cores and NUMA are None, and no card names a holder: which pod
+    holds which card is for a source that knows (DCGM exporter, HAMi or DRA allocations).
     """
     labels = (node.get("metadata", {}) or {}).get("labels") or {}
     count = _whole_number(labels.get(COUNT_LABEL))
@@ -36,8 +36,7 @@ def gfd_devices(node: Mapping[str, Any], holders: list[str]) -> list[Device]:
         return []
     product = str(labels.get(PRODUCT_LABEL, ""))
     memory = _whole_number(labels.get(MEMORY_LABEL))
-    return [Device(uuid="", index=index, type=product, memory_total=memory,
-                   holders=list(holders))
+    return [Device(uuid="", index=index, type=product, memory_total=memory)
             for index in range(count)]
 
 

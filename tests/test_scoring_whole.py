@@ -38,18 +38,18 @@ def gfd_node(labels: dict[str, str]) -> dict[str, Any]:
 def test_gfd_devices_from_labels_with_unknown_usage() -> None:
     node = gfd_node({"nvidia.com/gpu.product": "NVIDIA-A10", "nvidia.com/gpu.memory": "23028",
                      "nvidia.com/gpu.count": "2"})
-    assert gfd_devices(node, ["ml/train-0"]) == [
+    # No holder on any card: the Node object does not say which pod holds which one.
+    assert gfd_devices(node) == [
         Device(uuid="", index=0, type="NVIDIA-A10", memory_used=None, memory_total=23028,
                cores_used=None, cores_total=None, numa=None, healthy=True,
-               holders=["ml/train-0"], code=None),
-        Device(uuid="", index=1, type="NVIDIA-A10", memory_total=23028,
-               holders=["ml/train-0"]),
+               holders=[], code=None, holder_source=None),
+        Device(uuid="", index=1, type="NVIDIA-A10", memory_total=23028),
     ]
 
 
 def test_gfd_devices_without_labels_or_with_bad_ones() -> None:
-    assert gfd_devices(gfd_node({}), []) == []
-    assert gfd_devices(gfd_node({"nvidia.com/gpu.count": "two"}), []) == []
+    assert gfd_devices(gfd_node({})) == []
+    assert gfd_devices(gfd_node({"nvidia.com/gpu.count": "two"})) == []
     odd_memory = gfd_devices(gfd_node({"nvidia.com/gpu.count": "1",
-                                       "nvidia.com/gpu.memory": "lots"}), [])
+                                       "nvidia.com/gpu.memory": "lots"}))
     assert [(d.type, d.memory_total) for d in odd_memory] == [("", None)]

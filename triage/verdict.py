@@ -28,6 +28,25 @@ class Device:
     healthy: bool = True
     holders: list[str] = field(default_factory=list)  # "ns/pod"
     code: str | None = None  # this pod's HAMi code on the device; None when it fits
+    # Where ``holders`` come from: "hami" (allocations), "dra" (claims), "dcgm" (the
+    # exporter's pod mapping). None: no source says which pod holds this device.
+    holder_source: str | None = None
+    # Live figures from DCGM exporter through Prometheus; None when not read.
+    utilisation: int | None = None  # percent
+    temperature: int | None = None  # °C
+    xid: int | None = None  # the last XID error the exporter reports; 0 = none
+    xid_at: str | None = None  # ISO UTC: first sample showing that XID in the window read
+    xid_new: bool = False  # the XID appeared inside that window (not carried over from before)
+    ecc_uncorrectable: int | None = None  # double-bit ECC errors since the driver loaded
+
+
+@dataclass
+class Holding:
+    """A pod holding GPUs of the answer's resource on a node, as the API server says."""
+
+    pod: str  # "ns/pod"
+    count: int
+    since: str | None = None  # status.startTime
 
 
 @dataclass
@@ -37,6 +56,8 @@ class NodeReport:
     detail: str = ""
     score: float | None = None
     devices: list[Device] = field(default_factory=list)
+    allocatable: int | None = None  # of the answer's resource
+    held: list[Holding] = field(default_factory=list)  # non-terminated pods' requests
 
 
 @dataclass
@@ -57,6 +78,7 @@ class Verdict:
     score_policy: str | None = None  # "binpack" or "spread"
     scheduler_summary: str | None = None  # HAMi proposal line: "find fit node(...)..."
     error: str | None = None  # a cluster read failure, in one sentence
+    telemetry: str | None = None  # where the live device figures came from, or why none
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,7 +88,8 @@ class Verdict:
         fields = dict(data)
         fields["evidence"] = [Evidence(**e) for e in data.get("evidence", [])]
         fields["nodes"] = [
-            NodeReport(**{**n, "devices": [Device(**d) for d in n.get("devices", [])]})
+            NodeReport(**{**n, "devices": [Device(**d) for d in n.get("devices", [])],
+                          "held": [Holding(**h) for h in n.get("held", [])]})
             for n in data.get("nodes", [])
         ]
         return cls(**fields)

@@ -7,7 +7,7 @@ import re
 
 from slack_sdk import WebClient
 
-from bot.blocks import devices_blocks, devices_text
+from bot.devices import devices_blocks, devices_text
 from bot.listeners.replies import CHANNEL_REFUSAL, namespace_refusal
 from bot.listeners.state import BotState
 

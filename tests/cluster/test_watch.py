@@ -95,7 +95,7 @@ def test_cached_pods_are_slim(cache: WatchSource) -> None:
         assert set(pod["spec"]) <= {"nodeName", "schedulerName", "priority", "containers",
                                     "initContainers", "overhead"}
         assert set(pod["spec"]["containers"][0]) <= {"name", "resources", "restartPolicy"}
-        assert set(pod["status"]) == {"phase"}
+        assert set(pod["status"]) == {"phase", "startTime"}
         assert "managedFields" not in pod["metadata"]
 
 

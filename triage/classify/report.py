@@ -16,7 +16,7 @@ from triage.nodes import status_amount
 from triage.nodetable import NodeInfo
 from triage.objects import object_key
 from triage.pods import pod_name
-from triage.verdict import Device, Evidence, NodeReport, Verdict
+from triage.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from triage.vocabulary import CAUSES, FIT, NODE_UNREGISTERED, Cause
 
 MAX_DEVICE_NODES = 50  # more than one Slack reply can show
@@ -53,8 +53,9 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         score_source=("scheduler" if scheduler else "gpuwhy") if any(
             r.score is not None for r in reports) else None,
         score_policy=policy,
-        scheduler_summary=proposal_summary(reports, policy) if reports and not subject.spec.get(
-            "nodeName") else None,
+        # HAMi's proposal line speaks for HAMi's scheduler: only for the pods it schedules.
+        scheduler_summary=proposal_summary(reports, policy)
+        if reports and subject.hami is not None and not subject.spec.get("nodeName") else None,
         error="; ".join(dict.fromkeys(subject.snapshot.problems)) or None,
     )
 
@@ -91,7 +92,7 @@ def _node_reports(subject: Subject) -> list[NodeReport]:
         node = snapshot.node_info(str(bound))
         report = NodeReport(str(bound), FIT, "bound here")
         if node is not None:
-            report.devices = _devices(subject, node)
+            _describe_node(subject, node, report)
         return [report]
     order = {info.cause.value: i for i, info in enumerate(CAUSES)}
     reports = list(subject.reports.values())
@@ -101,18 +102,32 @@ def _node_reports(subject: Subject) -> list[NodeReport]:
             report.score = _own_score(subject, node)
     reports.sort(key=lambda r: (order.get(r.outcome, order[Cause.DEVICE_UNFIT.value]),
                                 -(r.score or 0), r.name))
-    # Devices for the nodes a GPU check looked at; a 5,000-node answer lists the first ones.
+    # Devices for the nodes a GPU check looked at, else (all tainted) for those the selector
+    # matched; a 5,000-node answer lists the first ones.
     matter = [r for r in reports
-              if r.outcome not in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)]
+              if r.outcome not in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)] or [
+        r for r in reports if r.outcome == Cause.TAINT_UNTOLERATED]
     for report in matter[:MAX_DEVICE_NODES]:
         node = snapshot.node_info(report.name)
         if node is not None:
-            report.devices = _devices(subject, node)
+            _describe_node(subject, node, report)
         if report.outcome != FIT and not any(d.code for d in report.devices):
             # No per-card fit is known here (plain device plugin): the node's outcome holds.
             for device in report.devices:
                 device.code = report.outcome
     return reports
+
+
+def _describe_node(subject: Subject, node: NodeInfo, report: NodeReport) -> None:
+    """The node's devices, its allocatable and who holds its GPUs (the pods' requests: the
+    API server knows who holds how many, not which device)."""
+    report.devices = _devices(subject, node)
+    if not subject.gpu:
+        return
+    resource = primary(subject)
+    report.allocatable = status_amount(node.raw, "allocatable", resource)
+    report.held = [Holding(pod_name(pod), count, (pod.get("status") or {}).get("startTime"))
+                   for pod, count in subject.snapshot.holders_on(node.name, resource)]
 
 
 def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
@@ -123,9 +138,7 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     published = subject.dra.fit(node.raw).devices if subject.dra is not None else []
     if subject.dra is not None and not subject.gpu:
         return published
-    resource = primary(subject)
-    held = [pod_name(p) for p, _ in subject.snapshot.holders_on(node.name, resource)]
-    return published + gfd_devices(node.raw, held)
+    return published + gfd_devices(node.raw)
 
 
 def _own_score(subject: Subject, node: NodeInfo) -> float | None:

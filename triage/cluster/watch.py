@@ -66,7 +66,7 @@ SLIM_POD: _Keep = {
     "metadata": {**SLIM_METADATA, "annotations": True},
     "spec": {"nodeName": True, "schedulerName": True, "priority": True, "overhead": True,
              "containers": _CONTAINER, "initContainers": _CONTAINER},
-    "status": {"phase": True},
+    "status": {"phase": True, "startTime": True},  # startTime: how long a holder has held
 }
 # Pod annotations worth keeping: HAMi's allocation records (device usage per card).
 SLIM_POD_ANNOTATION_PREFIXES = ("hami.io/", "4pd.io/", "nvidia.com/")
