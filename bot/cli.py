@@ -15,6 +15,7 @@ COMMAND_MODULES = (
     "bot.cli_store",
     "bot.cli_serve",
     "bot.cli_cluster",
+    "bot.doctor",
 )
 
 

@@ -6,7 +6,8 @@ Status) the way kube-apiserver does: list items carry no kind/apiVersion, lists 
 ``<Kind>List`` with a resourceVersion, a too-old continue token or watch resourceVersion is 410.
 Faults can be injected per request (delay, Status error, connection reset, truncated JSON),
 open watch streams can be cut or ended with an ERROR event, every request is counted (with the
-credentials it carried), and any write other than a ``dryRun=All`` create of a Pod is recorded
+credentials it carried), SelfSubjectAccessReviews are answered (allowed unless ``deny``-ed; a
+review stores nothing), and any write other than a ``dryRun=All`` create of a Pod is recorded
 as unexpected: ``FakeKubeAPI.__exit__`` fails the test when one happened. With ``tls`` it
 serves HTTPS (``make_certificates`` writes a CA and a certificate for 127.0.0.1).
 """
@@ -36,6 +37,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
+ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,8 @@ class FakeKubeAPI:
         self.requests: list[Request] = []
         self.unexpected_writes: list[Request] = []
         self.dry_runs: list[Obj] = []
+        self.denied: set[tuple[str, str, str]] = set()  # (verb, group, resource)
+        self.access_reviews: list[Obj] = []  # the resourceAttributes asked about
         self.open_watches = 0
         if dump_dir is not None:
             self.load(Path(dump_dir))
@@ -423,9 +427,26 @@ class FakeKubeAPI:
         return (self._stopping.is_set() or self._drop_generation != generation
                 or since < self._compacted)
 
+    def deny(self, verb: str, resource: str, group: str = "") -> None:
+        """Answer SelfSubjectAccessReviews of ``verb`` on ``resource`` with allowed: false."""
+        self.denied.add((verb, group, resource))
+
+    def review_access(self, body: Obj) -> tuple[int, Obj]:
+        attributes = (body.get("spec") or {}).get("resourceAttributes") or {}
+        self.access_reviews.append(attributes)
+        key = (attributes.get("verb", ""), attributes.get("group", ""),
+               attributes.get("resource", ""))
+        allowed = key not in self.denied
+        status: Obj = {"allowed": allowed}
+        if not allowed:
+            status["reason"] = "no RBAC policy matched"
+        return 201, {**body, "metadata": {"creationTimestamp": None}, "status": status}
+
     def is_allowed(self, request: Request) -> bool:
-        """Reads, and the one write gpuwhy may make: a dry-run create of a Pod."""
-        if request.method == "GET":
+        """Reads, access reviews (they store nothing), and the one write gpuwhy may make: a
+        dry-run create of a Pod."""
+        if request.method == "GET" or (request.method == "POST"
+                                       and request.path == ACCESS_REVIEW_PATH):
             return True
         route = self.route(request.path)
         return (request.method == "POST" and request.query.get("dryRun") == "All"
@@ -642,6 +663,9 @@ def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
             if fault is not None and self._fault(fault):
                 return
             truncate = fault is not None and fault.kind == "truncate"
+            if split.path == ACCESS_REVIEW_PATH:
+                self._send(*api.review_access(body), truncate)
+                return
             if split.path == "/version":
                 self._send(200, {"major": "1", "minor": "36", "gitVersion": "v1.36.2"}, truncate)
                 return

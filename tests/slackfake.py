@@ -142,6 +142,8 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._rate_limited: dict[str, list[int]] = {}  # method -> [remaining, retry_after]
         self._errors: dict[str, str] = {}
+        # What Slack reports in x-oauth-scopes: the scopes of deploy/slack-app-manifest.yaml.
+        self.scopes = ["commands", "chat:write", "channels:history", "groups:history"]
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -222,6 +224,8 @@ class FakeSlack:
                 answer, headers = refusal, {}
             else:
                 status, answer, headers = 200, self._answer(method, params), {}
+            if method == "auth.test" and answer.get("ok"):
+                headers = {"x-oauth-scopes": ",".join(self.scopes)}
             self.calls.append(Call(method, params, request.path, dict(request.headers.items()),
                                    answer))
             self._changed.notify_all()

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
 import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,13 +20,13 @@ import pytest
 import yaml
 
 from bot.config import load_config
+from bot.doctor import READ_RESOURCES, READ_VERBS
 from triage.cluster import EVENTS, NODES, PODS, QUOTAS, RUNTIME_CLASSES, WORKLOADS
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
 COMPONENTS = ("http", "dry-run-preflight", "digest-cronjob")
 Objects = list[dict[str, Any]]
-DRA_RESOURCES = ("resourceclaims", "resourceclaimtemplates", "deviceclasses", "resourceslices")
 
 
 def kubectl() -> str:
@@ -127,10 +129,10 @@ def test_deploy_directory_renders_the_sqlite_overlay() -> None:
 def test_the_reader_role_covers_every_read_and_writes_nothing(rendered: Objects) -> None:
     granted = verbs(rendered, "gpuwhy-reader")
     assert {verb for found in granted.values() for verb in found} == {"get", "list", "watch"}
+    # Everything `gpuwhy doctor` checks, which is everything triage reads (DRA included).
+    assert granted == {(r.group, r.plural): set(READ_VERBS) for r in READ_RESOURCES}
     for resource in (NODES, PODS, EVENTS, QUOTAS, RUNTIME_CLASSES, *WORKLOADS.values()):
-        assert granted[(resource.group, resource.plural)] == {"get", "list", "watch"}, resource
-    for resource in DRA_RESOURCES:  # Dynamic Resource Allocation: GPUs as devices
-        assert granted[("resource.k8s.io", resource)] == {"get", "list", "watch"}, resource
+        assert resource in READ_RESOURCES
 
 
 def test_only_the_opt_in_component_writes(rendered: Objects) -> None:
@@ -257,9 +259,27 @@ def test_digest_cronjob_posts_weekly_from_the_shared_store(compose: Compose) -> 
     )["GPUWHY_DATABASE_URL"]["valueFrom"]
 
 
-def test_slack_manifest_asks_for_the_scopes_the_bot_uses() -> None:
+def test_slack_manifest_has_the_command_and_interactivity() -> None:
     manifest = yaml.safe_load((DEPLOY / "slack-app-manifest.yaml").read_text())
-    assert set(manifest["oauth_config"]["scopes"]["bot"]) == {
-        "commands", "chat:write", "channels:history", "groups:history"}
     assert manifest["features"]["slash_commands"][0]["command"] == "/gpuwhy"
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
+
+
+def test_the_readme_overlay_renders(tmp_path: Path) -> None:
+    """The Deploy section's own overlay, beside a checkout named gpuwhy, with the README's
+    example config: the image and the config are replaced, nothing else needs editing."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    deploy_section = readme.split("## Deploy", 1)[1]
+    overlay = re.search(r"```yaml\n(.*?)```", deploy_section, re.S)
+    config = re.search(r"```yaml\n(.*?)```", readme.split("## Configuration", 1)[1], re.S)
+    assert overlay is not None and config is not None
+    (tmp_path / "gpuwhy").symlink_to(REPO)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "kustomization.yaml").write_text(textwrap.dedent(overlay.group(1)))
+    (mine / "gpuwhy.yaml").write_text(config.group(1))
+    objects = render(mine)
+    assert {c["image"] for c in containers(objects)} == {"REGISTRY/gpuwhy:0.1.0"}
+    [config_map] = [o for o in objects if o["kind"] == "ConfigMap"]
+    assert config_map["data"]["gpuwhy.yaml"] == config.group(1)
+    assert one(objects, "PersistentVolumeClaim")["metadata"]["name"] == "gpuwhy-data"

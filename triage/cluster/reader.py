@@ -63,6 +63,9 @@ RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v
 CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "ResourceClaimTemplate",
                            "resource.k8s.io/v1")
 RESOURCE_SLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1")
+ACCESS_REVIEWS = Resource("selfsubjectaccessreviews", "SelfSubjectAccessReview",
+                          "authorization.k8s.io/v1")
+_VERSION = Resource("version", "Info", "v1")  # only names GET /version in error sentences
 WORKLOADS: dict[str, Resource] = {
     "Deployment": Resource("deployments", "Deployment", "apps/v1"),
     "ReplicaSet": Resource("replicasets", "ReplicaSet", "apps/v1"),
@@ -194,6 +197,32 @@ class ClusterReader:
             raise self._not_found(call, "")
         document: K8sObject = self._json(call, response)
         return document
+
+    def server_version(self) -> str:
+        """The API server's version (GET /version), e.g. v1.36.2."""
+        call = _Call("get", _VERSION)
+        response = self._request(call, "GET", "/version", [])
+        if response is None:
+            raise self._not_found(call, "")
+        return str(self._json(call, response).get("gitVersion") or "(version not reported)")
+
+    def access_allowed(self, verb: str, resource: Resource, namespace: str = "") -> bool:
+        """May gpuwhy's identity ``verb`` ``resource`` (everywhere unless ``namespace``)?
+        A SelfSubjectAccessReview: the API server answers, nothing is stored."""
+        call = _Call("create", ACCESS_REVIEWS)
+        body = {"apiVersion": ACCESS_REVIEWS.api_version, "kind": ACCESS_REVIEWS.kind,
+                "spec": {"resourceAttributes": {"verb": verb, "group": resource.group,
+                                                "resource": resource.plural,
+                                                "namespace": namespace}}}
+        try:
+            response = self._request(call, "POST", ACCESS_REVIEWS.path(), [], body=body)
+        except AdmissionRejected as exc:  # a webhook or a malformed review, not an RBAC "no"
+            raise ClusterError(f"The Kubernetes API server at {self.server} refused to review "
+                               f"access ({verb} {resource.display}): {exc.message}") from exc
+        if response is None:
+            raise self._not_found(call, "")
+        status = self._json(call, response).get("status") or {}
+        return status.get("allowed") is True
 
     # -- plumbing ---------------------------------------------------------------------
 
