@@ -85,6 +85,7 @@ TEMPERATURE = Family("temperature", "DCGM_FI_DEV_GPU_TEMP")
 XID = Family("xid", "DCGM_FI_DEV_XID_ERRORS", XID_WINDOW)
 ECC = Family("ecc", "DCGM_FI_DEV_ECC_DBE_(VOL|AGG)_TOTAL")
 FAMILIES: tuple[Family, ...] = (UTILISATION, MEMORY_USED, MEMORY_FREE, TEMPERATURE, XID, ECC)
+GPU_UUID_PREFIX = "GPU-"
 DCGM_HOLDERS = "dcgm"  # Device.holder_source: the exporter's pod-resources mapping
 ECC_VOLATILE = "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
 ECC_AGGREGATE = "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL"
@@ -288,15 +289,21 @@ def without_telemetry(verdict: Verdict, why: str) -> Verdict:
 def merge_devices(devices: list[Device], gpus: list[GpuFacts]) -> list[Device]:
     """The node's devices with DCGM's figures; a GPU only DCGM knows is added.
 
-    A device matches a GPU by UUID, else (GFD devices carry none) by index. Holders from a
+    A device matches a GPU by UUID, else (GFD devices carry none, DRA devices carry the
+    slice's device name) by index. Holders from a
     source (HAMi or DRA allocations) stay; DCGM's fill devices no source has spoken for.
     """
     merged = [copy.copy(d) for d in devices]
     by_uuid = {d.uuid: d for d in merged if d.uuid}
-    by_index = {d.index: d for d in merged if not d.uuid}
+    by_index = {d.index: d for d in merged}
     for gpu in gpus:
-        device = by_uuid.get(gpu.uuid) or (by_index.get(gpu.index) if gpu.index is not None
-                                           else None)
+        device = by_uuid.get(gpu.uuid)
+        if device is None and gpu.index is not None:
+            # A device named otherwise (GFD: no UUID; DRA: the slice's device name) is the
+            # GPU at its index; one with another GPU's UUID is not.
+            candidate = by_index.get(gpu.index)
+            if candidate is not None and not candidate.uuid.startswith(GPU_UUID_PREFIX):
+                device = candidate
         if device is None:
             device = Device(uuid=gpu.uuid, index=gpu.index if gpu.index is not None else -1,
                             type=gpu.model)

@@ -281,3 +281,44 @@ def test_holder_evidence_without_holdings_counts_the_devices_dcgm_names() -> Non
                       nodes=[NodeReport("n", "exhausted", devices=devices)])
     assert [e.value for e in holder_evidence(verdict, AT)] == ["ml/a holds 2 GPUs at 40 %"]
     assert holder_evidence(dataclasses.replace(verdict, cause="too-large"), AT) == []
+
+
+def test_dra_devices_match_by_index_and_keep_their_claims_holders() -> None:
+    source = SnapshotSource(FIXTURES / "scenarios" / "dra-basics")
+    verdict = source.triage(parse_ref("vision/pinned-a"))
+    facts = [GpuFacts("dra-a100-1", i, f"GPU-{i}abc", "NVIDIA A100-SXM4-80GB",
+                      holders=["vision/other"], utilisation=10 * i) for i in range(4)]
+    merged = with_telemetry(verdict, Telemetry(AT, {"dra-a100-1": facts}), "Prometheus")
+    devices = node(merged, "dra-a100-1").devices
+    assert [(d.index, d.uuid, d.holders, d.holder_source, d.utilisation) for d in devices] == [
+        (0, "gpu-0", ["vision/holder-a"], "dra", 0), (1, "gpu-1", ["vision/holder-a"], "dra", 10),
+        (2, "gpu-2", ["vision/holder-b"], "dra", 20), (3, "gpu-3", ["vision/holder-b"], "dra", 30)]
+    assert [e.value for e in merged.evidence if e.field == "DCGM_FI_DEV_GPU_UTIL"] == [
+        "vision/holder-a holds 2 GPUs at 5 %", "vision/holder-b holds 2 GPUs at 25 %"]
+
+
+def test_a_gpu_with_another_uuid_at_the_same_index_is_not_merged() -> None:
+    devices = [Device("GPU-1", 0, "A100", holder_source="hami")]
+    merged = with_telemetry(
+        Verdict(ref="r/p", cause="scheduled", action="a",
+                nodes=[NodeReport("n", "fit", devices=devices)]),
+        Telemetry(AT, {"n": [GpuFacts("n", 0, "GPU-2", "A100", utilisation=1)]}), "Prometheus")
+    assert [(d.uuid, d.utilisation) for d in merged.nodes[0].devices] == [
+        ("GPU-1", None), ("GPU-2", 1)]
+
+
+@pytest.mark.parametrize(("cause", "outcome", "named"), [
+    ("node-runtime-error", "fit", True), ("scheduled", "fit", True),
+    ("no-gpu-node", "no-gpu-node", True), ("allocatable-zero", "allocatable-zero", True),
+    ("exhausted", "exhausted", False), ("too-large", "too-large", False),
+    ("allocatable-zero", "fit", False),  # a node the answer does not name
+])
+def test_fresh_xids_are_evidence_only_where_node_health_is_the_question(
+        cause: str, outcome: str, named: bool) -> None:
+    report = NodeReport("gpu-1", outcome, devices=[Device("", 3, "T4")])
+    verdict = Verdict(ref="lab/p", cause=cause, action="a", nodes=[report])
+    facts = GpuFacts("gpu-1", 3, "GPU-3", "Tesla T4", xid=62, xid_since=AT - 60, xid_new=True)
+    merged = with_telemetry(verdict, Telemetry(AT, {"gpu-1": [facts]}), "Prometheus")
+    xids = [e.value for e in merged.evidence if e.field == "DCGM_FI_DEV_XID_ERRORS"]
+    assert xids == (["GPU 3 on gpu-1: XID 62 at 12:51 UTC (internal micro-controller halt)"]
+                    if named else [])
