@@ -267,17 +267,37 @@ def with_telemetry(verdict: Verdict, telemetry: Telemetry, source: str) -> Verdi
     evidence: fresh XIDs for answers about a node's health, each holder's utilisation for
     ``exhausted``. ``source`` names where the facts came from, for the telemetry line."""
     result = copy.deepcopy(verdict)
+    strangers: list[str] = []
     for report in result.nodes:
         gpus = telemetry.gpus.get(report.name)
         if gpus:
-            report.devices = merge_devices(report.devices, gpus)
+            report.devices = merge_devices(report.devices, gpus, holders_of(report), strangers)
     when = _clock(telemetry.at)
     problems = "; ".join(telemetry.problems)
     result.telemetry = (f"telemetry: DCGM via {source} at {when}"
-                        + (f" (incomplete: {problems})" if problems else ""))
+                        + (f" (incomplete: {problems})" if problems else "")
+                        + _strangers_note(strangers))
     result.evidence = (result.evidence + xid_evidence(result)
                        + holder_evidence(result, telemetry.at))
     return result
+
+
+def holders_of(report: NodeReport) -> frozenset[str] | None:
+    """The pods the API server says hold the node's GPUs; None when it was not asked (no
+    extended-resource request: a DRA pod, no GPU request)."""
+    return None if report.allocatable is None else frozenset(h.pod for h in report.held)
+
+
+def _strangers_note(strangers: list[str]) -> str:
+    """DCGM naming pods that hold no GPU on the node is a label mix-up, typically the
+    exporter's own pod where a ServiceMonitor renamed the holder to ``exported_pod``."""
+    if not strangers:
+        return ""
+    names = sorted(set(strangers))
+    shown = ", ".join(names[:3]) + (f" +{len(names) - 3} more" if len(names) > 3 else "")
+    verb = "holds" if len(names) == 1 else "hold"
+    return (f"; holders not taken from DCGM: it names {shown}, which {verb} no GPU there "
+            "(check prometheus.labels.pod / namespace)")
 
 
 def without_telemetry(verdict: Verdict, why: str) -> Verdict:
@@ -286,11 +306,14 @@ def without_telemetry(verdict: Verdict, why: str) -> Verdict:
     return result
 
 
-def merge_devices(devices: list[Device], gpus: list[GpuFacts]) -> list[Device]:
+def merge_devices(devices: list[Device], gpus: list[GpuFacts],
+                  holders: frozenset[str] | None = None,
+                  strangers: list[str] | None = None) -> list[Device]:
     """The node's devices with DCGM's figures; a GPU only DCGM knows is added.
 
     A device matches a GPU by UUID, else (GFD devices carry none, DRA devices carry the
-    slice's device name) by index. Holders from a
+    slice's device name) by index. A DCGM holder that ``holders`` (the API server's, when
+    known) does not list is no holder: it goes to ``strangers`` instead. Holders from a
     source (HAMi or DRA allocations) stay; DCGM's fill devices no source has spoken for.
     """
     merged = [copy.copy(d) for d in devices]
@@ -309,6 +332,12 @@ def merge_devices(devices: list[Device], gpus: list[GpuFacts]) -> list[Device]:
                             type=gpu.model)
             merged.append(device)
         _fill(device, gpu)
+        if device.holder_source is None:
+            named = [pod for pod in gpu.holders if holders is None or pod in holders]
+            if strangers is not None:
+                strangers += [pod for pod in gpu.holders if pod not in named]
+            if named:  # no pod on a GPU may mean the exporter's pod mapping is off
+                device.holders, device.holder_source = named, DCGM_HOLDERS
     return sorted(merged, key=lambda d: d.index)
 
 
@@ -325,10 +354,6 @@ def _fill(device: Device, gpu: GpuFacts) -> None:
     device.xid_at = None if gpu.xid_since is None else _iso(gpu.xid_since)
     device.xid_new = gpu.xid_new
     device.ecc_uncorrectable = gpu.ecc_uncorrectable
-    # No pod on a GPU may mean the exporter's pod mapping is off: only a named pod counts.
-    if device.holder_source is None and gpu.holders:
-        device.holders = list(gpu.holders)
-        device.holder_source = DCGM_HOLDERS
 
 
 def named_nodes(verdict: Verdict) -> list[NodeReport]:

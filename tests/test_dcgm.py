@@ -322,3 +322,28 @@ def test_fresh_xids_are_evidence_only_where_node_health_is_the_question(
     xids = [e.value for e in merged.evidence if e.field == "DCGM_FI_DEV_XID_ERRORS"]
     assert xids == (["GPU 3 on gpu-1: XID 62 at 12:51 UTC (internal micro-controller halt)"]
                     if named else [])
+
+
+def test_pods_dcgm_names_that_hold_no_gpu_there_are_not_taken_as_holders(
+        seven_states: SnapshotSource) -> None:
+    # A ServiceMonitor without honorLabels: `pod` is the exporter's own pod, the holder went
+    # to `exported_pod`, and the configuration still says `pod`.
+    scraped = {}
+    for family, payload in answers().items():
+        for series in payload["data"]["result"]:
+            metric = series["metric"]
+            for name in ("pod", "namespace"):
+                if name in metric:
+                    metric[f"exported_{name}"] = metric.pop(name)
+            metric["pod"], metric["namespace"] = "nvidia-dcgm-exporter-x7k2p", "gpu-operator"
+        scraped[family] = payload
+    verdict = with_telemetry(seven_states.triage(parse_ref("research/full")),
+                             read_families(scraped, DcgmLabels(), AT), "Prometheus")
+    devices = node(verdict, "gpu-a10-full").devices
+    assert [(d.holders, d.holder_source, d.utilisation) for d in devices] == [
+        ([], None, 87), ([], None, 0)]
+    assert verdict.telemetry == (
+        "telemetry: DCGM via Prometheus at 12:52 UTC; holders not taken from DCGM: it names "
+        "gpu-operator/nvidia-dcgm-exporter-x7k2p, which holds no GPU there "
+        "(check prometheus.labels.pod / namespace)")
+    assert not any(e.field == "DCGM_FI_DEV_GPU_UTIL" for e in verdict.evidence)
