@@ -344,7 +344,8 @@ def merge_devices(devices: list[Device], gpus: list[GpuFacts],
 def _fill(device: Device, gpu: GpuFacts) -> None:
     device.uuid = device.uuid or gpu.uuid
     device.type = device.type or gpu.model
-    if gpu.memory_used is not None:
+    # HAMi's figures are its allocations, the ones its device codes are about: they stay.
+    if gpu.memory_used is not None and device.memory_used is None:
         device.memory_used = gpu.memory_used
         if device.memory_total is None and gpu.memory_free is not None:
             device.memory_total = gpu.memory_used + gpu.memory_free

@@ -235,15 +235,17 @@ def test_a_gpu_only_dcgm_knows_is_added(seven_states: SnapshotSource) -> None:
 
 def test_hami_holders_stay_and_dcgm_fills_only_unknown_ones() -> None:
     devices = [Device(uuid="GPU-1", index=0, type="A100", holders=["hami/a"],
-                      holder_source="hami"),
+                      holder_source="hami", memory_used=70000, memory_total=81920),
                Device(uuid="GPU-2", index=1, type="A100", holders=[], holder_source="hami")]
     verdict = Verdict(ref="hami/x", cause="device-unfit", action="a",
                       nodes=[NodeReport("n", "1/2 CardInsufficientMemory", devices=devices)])
-    facts = [GpuFacts("n", 0, "GPU-1", "A100", holders=["ml/other"], utilisation=5),
+    facts = [GpuFacts("n", 0, "GPU-1", "A100", holders=["ml/other"], utilisation=5,
+                      memory_used=20000, memory_free=61920),
              GpuFacts("n", 1, "GPU-2", "A100", holders=["ml/other"], utilisation=6)]
     merged = with_telemetry(verdict, Telemetry(AT, {"n": facts}), "Prometheus")
     assert [(d.holders, d.holder_source, d.utilisation) for d in merged.nodes[0].devices] == [
         (["hami/a"], "hami", 5), ([], "hami", 6)]
+    assert merged.nodes[0].devices[0].memory_used == 70000  # HAMi's allocation, not DCGM's
     assert verdict.nodes[0].devices[0].utilisation is None  # the input is not changed
 
 
