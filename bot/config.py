@@ -28,7 +28,7 @@ from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter, Val
 from pydantic_core import ErrorDetails
 
 from scoring.dcgm import DcgmLabels
-from triage.config import DEFAULT_GPU_RESOURCES, TriageConfig
+from triage.config import DEFAULT_GPU_DRIVERS, DEFAULT_GPU_RESOURCES, TriageConfig
 
 # Unknown keys are errors; numbers must be numbers (YAML's "9" is a string, not an hour).
 STRICT_SECTION = ConfigDict(extra="forbid", frozen=True)
@@ -91,6 +91,9 @@ Namespace = Annotated[str, _matching(r"\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
 ResourceName = Annotated[str, _matching(r"[A-Za-z0-9*]([-A-Za-z0-9.*]*[A-Za-z0-9*])?"
                                         r"/[A-Za-z0-9*]([-A-Za-z0-9_.*]*[A-Za-z0-9*])?",
                                         "a resource name such as nvidia.com/gpu")]
+# A DRA driver name: a DNS subdomain, lower case (gpu.nvidia.com).
+DriverName = Annotated[str, _matching(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?",
+                                      "a DRA driver name such as gpu.nvidia.com")]
 Timezone = Annotated[str, AfterValidator(_timezone)]
 HttpUrl = Annotated[str, _matching(r"https?://[^\s/?#]+(/[^\s?#]*)?",
                                    "an http:// or https:// URL without query")]
@@ -108,6 +111,8 @@ class TriageSettings(TriageConfig):
     __pydantic_config__ = STRICT_SECTION
     gpu_resources: Annotated[tuple[ResourceName, ...], Field(min_length=1)] = (
         DEFAULT_GPU_RESOURCES)
+    # DRA: a DeviceClass is a GPU class when it selects devices of one of these drivers.
+    gpu_drivers: tuple[DriverName, ...] = DEFAULT_GPU_DRIVERS
 
 
 @dataclass(frozen=True)

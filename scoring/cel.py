@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import total_ordering
+from functools import lru_cache, total_ordering
 from typing import Any
 
 import celpy
@@ -224,35 +224,159 @@ KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
+# A read of the device variable: the path of keys, e.g. ("capacity", "gpu.nvidia.com", "memory").
+Path = tuple[str, ...]
+_ABSENT = "<absent>"  # what a read found when the key is not there
+_MAP = "<map>"  # a read that found a nested map (its own keys are reads of their own)
+
+
+class _Reads:
+    """The keys one evaluation read, and whether it looked at some map as a whole."""
+
+    def __init__(self) -> None:
+        self.found: dict[Path, Any] = {}
+        self.whole = False
+
+
+class _TrackedMap(celtypes.MapType):
+    """A map of the device variable that notes every key the expression reads.
+
+    An evaluation reads only these keys (CEL is deterministic and side-effect free), so any
+    device with the same values there gets the same result; an iteration, size or comparison
+    of a whole map is noted too, and such a result is not shared.
+    """
+
+    def __init__(self, items: Mapping[Any, Any], reads: _Reads, path: Path) -> None:
+        self._reads, self._path = reads, path
+        super().__init__({key: (_TrackedMap(value, reads, (*path, str(key)))
+                                if isinstance(value, Mapping) else value)
+                          for key, value in items.items()})
+
+    def _note(self, key: Any) -> None:
+        if dict.__contains__(self, key):
+            value = dict.__getitem__(self, key)
+            self._reads.found[(*self._path, str(key))] = (
+                _MAP if isinstance(value, Mapping) else value)
+        else:
+            self._reads.found[(*self._path, str(key))] = _ABSENT
+
+    def __getitem__(self, key: Any) -> Any:
+        self._note(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self._note(key)
+        return dict.__contains__(self, key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._note(key)
+        return dict.get(self, key, default)
+
+    def _whole(self) -> None:
+        self._reads.whole = True
+
+    def __iter__(self) -> Any:
+        self._whole()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._whole()
+        return super().__len__()
+
+    def keys(self) -> Any:
+        self._whole()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._whole()
+        return super().values()
+
+    def items(self) -> Any:
+        self._whole()
+        return super().items()
+
+    def __eq__(self, other: Any) -> bool:
+        self._whole()
+        return super().__eq__(other)
+
+    def __ne__(self, other: Any) -> bool:
+        self._whole()
+        return super().__ne__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True)
 class Selector:
-    """One compiled CEL selector; ``matches`` evaluates it on one device."""
+    """One compiled CEL selector; ``matches`` evaluates it on one device.
+
+    Results are shared between devices that hold the same values in every key the evaluation
+    read (a node's eight identical GPUs differ only in uuid, index, PCI address, which a
+    selector on productName or memory never reads): one evaluation per distinct device kind.
+    """
 
     expression: str
     program: celpy.Runner
+    # read keys (sorted) -> their values -> the result (or the SelectorError it raised)
+    _shared: dict[tuple[Path, ...], dict[tuple[Any, ...], bool | SelectorError]] = field(
+        default_factory=dict, compare=False, repr=False)
 
-    def matches(self, device: celtypes.MapType) -> bool:
-        """``device`` as ``device_variable`` builds it. Raises SelectorError if not evaluable."""
+    def matches(self, device: DeviceVariable) -> bool:
+        """True when the device meets the selector. Raises SelectorError if not evaluable."""
+        for paths, results in self._shared.items():
+            known = results.get(tuple(device.read(path) for path in paths))
+            if known is not None:
+                return _outcome(known)
+        reads = _Reads()
+        result = self._evaluate(_TrackedMap(device.cel, reads, ()))
+        if not reads.whole:
+            paths = tuple(sorted(reads.found))
+            self._shared.setdefault(paths, {})[tuple(reads.found[p] for p in paths)] = result
+        return _outcome(result)
+
+    def _evaluate(self, device: celtypes.MapType) -> bool | SelectorError:
         try:
             result = self.program.evaluate({"device": device})
         except (CELEvalError, CELUnsupportedError, TypeError, ValueError, KeyError) as exc:
-            raise SelectorError(_reason(exc)) from exc
+            return SelectorError(_reason(exc))
         if isinstance(result, CELEvalError):
-            raise SelectorError(_reason(result))
+            return SelectorError(_reason(result))
         if not isinstance(result, celtypes.BoolType):
-            raise SelectorError(f"result is {type(result).__name__}, not a bool")
+            return SelectorError(f"result is {type(result).__name__}, not a bool")
         return bool(result)
 
 
+def _outcome(result: bool | SelectorError) -> bool:
+    if isinstance(result, SelectorError):
+        raise result
+    return result
+
+
+@lru_cache(maxsize=1)
+def _environment() -> celpy.Environment:
+    # Building cel-python's LALR parser takes about half a second; it is the same parser for
+    # every expression and holds no state between compilations, so it is built once.
+    return celpy.Environment()
+
+
+class SelectorCompiler:
+    """Compiles selectors with the one CEL environment."""
+
+    def __init__(self) -> None:
+        self._environment = _environment()
+
+    def compile(self, expression: str) -> Selector:
+        """Parse once; evaluate many times. Raises SelectorError when the text is not CEL."""
+        try:
+            return Selector(expression, self._environment.program(
+                self._environment.compile(expression), functions=KUBERNETES_FUNCTIONS))
+        except CELParseError as exc:
+            first_line = str(exc).splitlines()[0] if str(exc) else "syntax error"
+            raise SelectorError(f"does not parse ({first_line})") from exc
+
+
 def compile_selector(expression: str) -> Selector:
-    """Parse once; evaluate many times. Raises SelectorError when the text is not CEL."""
-    environment = celpy.Environment()
-    try:
-        return Selector(expression, environment.program(environment.compile(expression),
-                                                        functions=KUBERNETES_FUNCTIONS))
-    except CELParseError as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else "syntax error"
-        raise SelectorError(f"does not parse ({first_line})") from exc
+    return SelectorCompiler().compile(expression)
 
 
 def _reason(error: BaseException) -> str:
@@ -267,31 +391,94 @@ def _reason(error: BaseException) -> str:
     return texts[0].split(" (in activation", 1)[0] if texts else type(error).__name__
 
 
-def device_variable(driver: str, device: Mapping[str, Any]) -> celtypes.MapType:
-    """The ``device`` CEL variable for one ResourceSlice device.
+class DeviceVariable:
+    """The ``device`` CEL variable for one ResourceSlice device, built only when needed.
 
     Attribute and capacity names may be qualified (``domain/name``); unqualified ones belong to
     the slice's driver, so ``productName`` is ``device.attributes["gpu.nvidia.com"].productName``.
+    A shared result needs only the few values an evaluation read (``read``); the whole CEL map
+    (``cel``) is built for a real evaluation.
     """
-    attributes: dict[str, dict[str, Any]] = {}
-    for name, value in (device.get("attributes") or {}).items():
-        domain, ident = _qualified(str(name), driver)
-        attributes.setdefault(domain, {})[ident] = _attribute_value(value)
-    capacity: dict[str, dict[str, Any]] = {}
-    for name, value in (device.get("capacity") or {}).items():
-        domain, ident = _qualified(str(name), driver)
-        text = str((value or {}).get("value", "")) if isinstance(value, Mapping) else str(value)
-        try:
-            capacity.setdefault(domain, {})[ident] = Quantity(text)
-        except QuantityError:
-            continue  # the API server validates quantities; a broken one is simply absent
-    return celtypes.MapType({
-        celtypes.StringType("driver"): celtypes.StringType(driver),
-        celtypes.StringType("allowMultipleAllocations"): celtypes.BoolType(
-            bool(device.get("allowMultipleAllocations"))),
-        celtypes.StringType("attributes"): _nested(attributes),
-        celtypes.StringType("capacity"): _nested(capacity),
-    })
+
+    def __init__(self, driver: str, device: Mapping[str, Any]) -> None:
+        self.driver = driver
+        self.raw = device
+        self._values: dict[Path, Any] = {}
+        self._cel: celtypes.MapType | None = None
+        self._by_domain: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def _grouped(self, section: str) -> dict[str, dict[str, Any]]:
+        """Raw attribute / capacity values by domain, then name (converted on read)."""
+        if section not in self._by_domain:
+            grouped: dict[str, dict[str, Any]] = {}
+            for name, value in (self.raw.get(section) or {}).items():
+                domain, ident = _qualified(str(name), self.driver)
+                grouped.setdefault(domain, {})[ident] = value
+            self._by_domain[section] = grouped
+        return self._by_domain[section]
+
+    def read(self, path: Path) -> Any:
+        """What the CEL map holds at ``path``: a value, ``_MAP`` or ``_ABSENT``."""
+        if path not in self._values:
+            self._values[path] = self._lookup(path)
+        return self._values[path]
+
+    def _lookup(self, path: Path) -> Any:
+        head, rest = path[0], path[1:]
+        if head in ("driver", "allowMultipleAllocations"):
+            return self._top(head) if not rest else _ABSENT
+        if head not in ("attributes", "capacity"):
+            return _ABSENT
+        if not rest:
+            return _MAP
+        grouped = self._grouped(head)
+        if rest[0] not in grouped:
+            return _ABSENT
+        if len(rest) == 1:
+            # A domain whose only capacities are broken quantities is absent in the map.
+            return _MAP if self._section(head, grouped[rest[0]]) else _ABSENT
+        if len(rest) > 2:
+            return _ABSENT
+        values = self._section(head, {rest[1]: grouped[rest[0]][rest[1]]}
+                               if rest[1] in grouped[rest[0]] else {})
+        return values.get(rest[1], _ABSENT)
+
+    def _top(self, key: str) -> Any:
+        if key == "driver":
+            return celtypes.StringType(self.driver)
+        return celtypes.BoolType(bool(self.raw.get("allowMultipleAllocations")))
+
+    @staticmethod
+    def _section(section: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+        if section == "attributes":
+            return {name: _attribute_value(value) for name, value in raw.items()}
+        converted = {}
+        for name, value in raw.items():
+            text = str((value or {}).get("value", "")) if isinstance(value, dict) else str(
+                value)
+            try:
+                converted[name] = Quantity(text)
+            except QuantityError:
+                continue  # the API server validates quantities; a broken one is simply absent
+        return converted
+
+    @property
+    def cel(self) -> celtypes.MapType:
+        if self._cel is None:
+            self._cel = celtypes.MapType({
+                celtypes.StringType("driver"): self._top("driver"),
+                celtypes.StringType("allowMultipleAllocations"): self._top(
+                    "allowMultipleAllocations"),
+                **{celtypes.StringType(section): _nested({
+                    domain: self._section(section, raw)
+                    for domain, raw in self._grouped(section).items()
+                    if self._section(section, raw)}) for section in ("attributes", "capacity")},
+            })
+        return self._cel
+
+
+def device_variable(driver: str, device: Mapping[str, Any]) -> DeviceVariable:
+    return DeviceVariable(driver, device)
 
 
 def _qualified(name: str, driver: str) -> tuple[str, str]:
@@ -300,7 +487,7 @@ def _qualified(name: str, driver: str) -> tuple[str, str]:
 
 
 def _attribute_value(value: Any) -> Any:
-    if not isinstance(value, Mapping):
+    if not isinstance(value, dict):
         return celtypes.StringType(str(value))
     if "int" in value:
         return celtypes.IntType(int(value["int"]))

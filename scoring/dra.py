@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from scoring.cel import Selector, SelectorError, compile_selector, device_variable
+from scoring.cel import Selector, SelectorCompiler, SelectorError, device_variable
 from triage.nodes import node_name, selector_mismatches
 from triage.objects import K8sObject, object_key
 from triage.quantity import QuantityError, parse_quantity
@@ -144,7 +144,7 @@ class NodeFit:
     detail: str = ""
     gpu: bool = True  # False when only non-GPU requests fail there
     requests: list[RequestOutcome] = field(default_factory=list)
-    devices: list[Device] = field(default_factory=list)
+    published: list[SliceDevice] = field(default_factory=list)  # the devices the node can use
     unevaluated: list[str] = field(default_factory=list)
 
 
@@ -168,12 +168,23 @@ class Inventory:
             elif kind == "ResourceSlice":
                 slices.append(obj)
         self.slices = _current_generation(slices)
+        # By spec.nodeName, built once: a 5,000-node answer looks up each node's slices.
+        self._slices_by_node: dict[str, list[K8sObject]] = defaultdict(list)
+        self._shared_slices: list[K8sObject] = []  # nodeSelector, allNodes, per device
+        for resource_slice in self.slices:
+            spec = resource_slice.get("spec") or {}
+            if spec.get("nodeName") and not spec.get("perDeviceNodeSelection"):
+                self._slices_by_node[str(spec["nodeName"])].append(resource_slice)
+            else:
+                self._shared_slices.append(resource_slice)
+        self._devices_by_node: dict[str, list[SliceDevice]] = {}
         self.taken: dict[DeviceKey, Holder] = {}
         for key, claim in sorted(self.claims.items()):
             holder = Holder(f"{key[0]}/{key[1]}", _reserved_pods(claim))
             for result in _allocation_results(claim):
                 if not result.get("adminAccess"):
                     self.taken[_result_key(result)] = holder
+        self._compiler = SelectorCompiler()
         self._selectors: dict[str, Selector | SelectorError] = {}
         self._results: dict[tuple[str, DeviceKey], bool | SelectorError] = {}
         self._variables: dict[DeviceKey, Any] = {}
@@ -184,28 +195,25 @@ class Inventory:
     def devices_for(self, node: K8sObject) -> list[SliceDevice]:
         """Devices the node can use: its own slices, and slices selecting it or all nodes."""
         name = node_name(node)
-        found = []
-        for resource_slice in self.slices:
-            spec = resource_slice.get("spec") or {}
-            slice_ok = _slice_reaches(spec, node, name)
-            for device in spec.get("devices") or []:
-                if not isinstance(device, Mapping):
-                    continue
-                reaches = (_slice_reaches(device, node, name)
-                           if spec.get("perDeviceNodeSelection") else slice_ok)
-                if reaches:
-                    found.append(SliceDevice(
-                        object_key(resource_slice)[1], str(spec.get("driver", "")),
-                        str((spec.get("pool") or {}).get("name", "")),
-                        str(device.get("name", "")), device))
-        return found
+        if name not in self._devices_by_node:
+            found = []
+            for resource_slice in (*self._slices_by_node.get(name, ()), *self._shared_slices):
+                spec = resource_slice.get("spec") or {}
+                slice_ok = _slice_reaches(spec, node, name)
+                for device in _slice_devices(resource_slice):
+                    reaches = (_slice_reaches(device.raw, node, name)
+                               if spec.get("perDeviceNodeSelection") else slice_ok)
+                    if reaches:
+                        found.append(device)
+            self._devices_by_node[name] = found
+        return self._devices_by_node[name]
 
     # -- selectors --------------------------------------------------------------------
 
     def selector(self, expression: str) -> Selector | SelectorError:
         if expression not in self._selectors:
             try:
-                self._selectors[expression] = compile_selector(expression)
+                self._selectors[expression] = self._compiler.compile(expression)
             except SelectorError as exc:
                 self._selectors[expression] = exc
         return self._selectors[expression]
@@ -348,14 +356,14 @@ class Inventory:
                     "other nodes (status.allocation.nodeSelector)")
                 return NodeFit(name, CLAIM_ELSEWHERE,
                                f"claim {claim.label} is allocated for {where}, not {name}",
-                               devices=self._device_rows(devices, []))
+                               published=devices)
         own = {key for claim in claims for key in claim.allocated_devices}
         pending = [r for c in claims if c.allocated_nodes is None for r in c.requests]
         outcomes = [self._request_outcome(r, devices, own) for r in pending]
         if any(o.stage == UNEVALUATED for o in outcomes):
             unevaluated = [o.detail for o in outcomes if o.stage == UNEVALUATED]
             return NodeFit(name, UNEVALUATED, "; ".join(unevaluated), requests=outcomes,
-                           devices=self._device_rows(devices, outcomes), unevaluated=unevaluated)
+                           published=devices, unevaluated=unevaluated)
         failing = [o for o in outcomes if o.stage is not None]
         if not failing:
             joint = self._joint(outcomes, own)
@@ -363,11 +371,11 @@ class Inventory:
                 failing = [joint]
         if not failing:
             return NodeFit(name, None, "claims fit", requests=outcomes,
-                           devices=self._device_rows(devices, outcomes))
+                           published=devices)
         first = min(failing, key=lambda o: STAGES.index(o.stage or EXHAUSTED))
         gpu = any(self.is_gpu_request(o.request) for o in failing if o.stage == first.stage)
         return NodeFit(name, first.stage, first.detail, gpu=gpu, requests=outcomes,
-                       devices=self._device_rows(devices, outcomes))
+                       published=devices)
 
     def _request_outcome(self, request: Request, devices: list[SliceDevice],
                          own: set[DeviceKey]) -> RequestOutcome:
@@ -450,9 +458,10 @@ class Inventory:
                                   outcomes[0].alternative, holders=holders)
         return None
 
-    def _device_rows(self, devices: list[SliceDevice],
-                     outcomes: list[RequestOutcome]) -> list[Device]:
-        """The node's devices of the pod's classes (all GPU devices when none of its class)."""
+    def device_rows(self, fit: NodeFit) -> list[Device]:
+        """The node's devices of the pod's classes (all GPU devices when none of its class),
+        as "show devices" lists them: only for the nodes an answer shows."""
+        devices, outcomes = fit.published, fit.requests
         classes = {o.alternative.device_class for o in outcomes if o.alternative is not None}
         shown = [d for d in devices if any(self._selects(self.class_selectors(c), d) is True
                                            for c in classes)]
@@ -562,7 +571,7 @@ def _slice_devices(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:
     spec = resource_slice.get("spec") or {}
     return [SliceDevice(object_key(resource_slice)[1], str(spec.get("driver", "")),
                         str((spec.get("pool") or {}).get("name", "")), str(d.get("name", "")), d)
-            for d in spec.get("devices") or [] if isinstance(d, Mapping)]
+            for d in spec.get("devices") or [] if isinstance(d, dict)]
 
 
 def _slice_reaches(spec: Mapping[str, Any], node: K8sObject, name: str) -> bool:
@@ -655,6 +664,9 @@ class ClaimSet:
             self.fits[name] = self.inventory.fit(
                 [c for c in self.claims if c.problem is None], node)
         return self.fits[name]
+
+    def device_rows(self, node: K8sObject) -> list[Device]:
+        return self.inventory.device_rows(self.fit(node))
 
     @property
     def problems(self) -> list[PodClaim]:

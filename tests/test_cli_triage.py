@@ -150,6 +150,19 @@ def test_configured_gpu_resources_are_used(tmp_path: Path, monkeypatch: pytest.M
     assert capsys.readouterr().out.startswith("❔ no-gpu-request — research/ok")
 
 
+def test_configured_gpu_drivers_are_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    dra = str(Path(SEVEN).parent / "dra-basics")
+    assert main(["triage", "vision/pinned-a", "--snapshot", dra, "--no-record"]) == 0
+    assert capsys.readouterr().out.startswith("⏳ exhausted — vision/pinned-a")
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("triage:\n  gpu_drivers: [gpu.amd.com]\n")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    # its DeviceClass selects gpu.nvidia.com devices, not a GPU driver in this configuration
+    assert main(["triage", "vision/pinned-a", "--snapshot", dra, "--no-record"]) == 0
+    assert capsys.readouterr().out.startswith("❔ no-gpu-request — vision/pinned-a")
+
+
 def test_bad_config_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "gpuwhy.yaml"

@@ -59,6 +59,11 @@ def _error(tmp_path: Path, text: str, **environ: str) -> str:
     ("triage: {gpu_resources: []}\n", "triage.gpu_resources = []: must not be empty"),
     ("triage: {gpu_resources: [nvidia.com/gpu, gpu]}\n",
      "triage.gpu_resources.1 = 'gpu': not a resource name such as nvidia.com/gpu"),
+    ("triage: {gpu_drivers: [gpu.nvidia.com, NVIDIA GPUs]}\n",
+     "triage.gpu_drivers.1 = 'NVIDIA GPUs': not a DRA driver name such as gpu.nvidia.com"),
+    ("triage: {gpu_drivers: gpu.nvidia.com}\n",
+     "triage.gpu_drivers = 'gpu.nvidia.com': must be a list, not a string "
+     "(write [gpu.nvidia.com])"),
     ("channels: [C1]\n", "channels = ['C1']: must be a mapping (key: value)"),
     ('channels: {"#gpu-help": ["*"]}\n',
      "channels: key '#gpu-help': not a Slack channel id (C0123ABCD)"),
@@ -95,6 +100,8 @@ def test_the_environment_alone_is_a_configuration() -> None:
     config = load_config({"GPUWHY_DIGEST_CHANNEL": "C0ENV"})
     assert config.digest.channel == "C0ENV" and config.cluster == "default"
     assert config.triage.gpu_resources == ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu")
+    assert config.triage.gpu_drivers == ("gpu.nvidia.com", "gpu.amd.com",
+                                         "hami-core-gpu.project-hami.io")
 
 
 def test_an_empty_file_means_every_default(tmp_path: Path) -> None:
@@ -115,6 +122,7 @@ def test_readme_example_is_valid(tmp_path: Path) -> None:
     assert config.channels == {k: tuple(v) for k, v in data["channels"].items()}
     assert config.digest == DigestSchedule(**data["digest"])
     assert config.triage.gpu_resources == tuple(data["triage"]["gpu_resources"])
+    assert config.triage.gpu_drivers == tuple(data["triage"]["gpu_drivers"])
 
 
 @pytest.mark.parametrize("argv", [

@@ -127,3 +127,38 @@ def test_value_types_order_by_value() -> None:
     assert Semver("1.0.0-2") < Semver("1.0.0-10") < Semver("1.0.0-a")
     with pytest.raises(ValueError):
         Semver("1.0.0-01")
+
+
+def _a100_devices() -> list[Any]:
+    resource_slice = _slice("dra-a100-1")
+    return [device_variable(resource_slice["spec"]["driver"], d)
+            for d in resource_slice["spec"]["devices"]]
+
+
+def test_results_are_shared_between_devices_alike_in_what_was_read() -> None:
+    selector = compile_selector(
+        'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0')
+    assert [selector.matches(d) for d in _a100_devices()] == [True] * 4
+    # Four devices, one evaluation: they differ only in keys the expression never read.
+    [(paths, results)] = selector._shared.items()
+    assert paths == (("capacity",), ("capacity", "gpu.nvidia.com"),
+                     ("capacity", "gpu.nvidia.com", "memory"))
+    assert list(results.values()) == [True]
+
+
+def test_a_read_that_differs_is_evaluated_again() -> None:
+    selector = compile_selector(
+        'device.attributes["gpu.nvidia.com"].uuid.startsWith("GPU-325a")')
+    assert [selector.matches(d) for d in _a100_devices()] == [True, False, False, False]
+    assert len(next(iter(selector._shared.values()))) == 4
+
+
+def test_a_whole_map_read_is_not_shared() -> None:
+    selector = compile_selector(
+        'device.attributes["gpu.nvidia.com"].exists(k, k == "uuid")')
+    assert [selector.matches(d) for d in _a100_devices()] == [True] * 4
+    assert selector._shared == {}
+    errors = compile_selector('device.attributes["gpu.nvidia.com"].mig == 1')
+    for device in _a100_devices():  # a shared error is raised for every device alike
+        with pytest.raises(SelectorError, match="no such member"):
+            errors.matches(device)

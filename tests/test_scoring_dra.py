@@ -97,7 +97,7 @@ def test_exhausted_names_the_claims_and_their_pods() -> None:
         "vision/pinned-a-gpu-q8nlw request gpu needs 1, 4/4 matching device(s) allocated to "
         "claim vision/holder-a-gpu-8jq68 (pod vision/holder-a): gpu-0,gpu-1, "
         "claim vision/holder-b-gpu-srp9s (pod vision/holder-b): gpu-2,gpu-3")
-    rows = {d.uuid: d for d in fit.devices}
+    rows = {d.uuid: d for d in INVENTORY.device_rows(fit)}
     assert rows["gpu-2"].holders == ["vision/holder-b"]
     assert rows["gpu-2"].code == "allocated to vision/holder-b-gpu-srp9s"
     assert rows["gpu-0"].type == "NVIDIA A100-SXM4-80GB"
@@ -109,7 +109,7 @@ def test_device_unfit_says_which_selector_failed() -> None:
     fit = INVENTORY.fit(INVENTORY.pod_claims(pod), NODES["dra-l4-1"])
     assert "2 × NVIDIA L4, memory 24Gi" in fit.detail
     selector = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'
-    assert [d.code for d in fit.devices] == [f"fails {selector}"] * 2
+    assert [d.code for d in INVENTORY.device_rows(fit)] == [f"fails {selector}"] * 2
 
 
 def test_missing_device_class_is_a_claim_problem() -> None:

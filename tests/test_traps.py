@@ -466,3 +466,21 @@ def test_suspended_job_with_a_full_quota_is_not_rejected_yet(seven_states: Lists
     seven_states["events"] = []  # the quota is still full, but nothing tries to create pods
     find(seven_states["workloads"], "finetune", "ml")["spec"]["suspend"] = True
     assert answer(seven_states, "ml/finetune").cause == "pod-not-found"
+
+
+# -- a StatefulSet's ordinal pod that was never created -------------------------------------
+
+ADMISSION_REFS = SCENARIOS.parent / "scenarios-extra" / "admission-refs"
+
+
+def test_a_never_created_ordinal_pod_is_answered_from_its_statefulset() -> None:
+    # dbs/db-0 was refused by quota dbs/sts-gpu; with its FailedCreate expired only the
+    # StatefulSet (replicas 1) and the quota remain.
+    recorded = Snapshot.from_dir(ADMISSION_REFS)
+    expired = Snapshot(**{**{a: getattr(recorded, a) for a in (
+        "nodes", "pods", "resourcequotas", "runtimeclasses", "workloads", "dra")}, "events": []})
+    verdict = triage(expired, parse_ref("dbs/db-0"))
+    assert (verdict.cause, verdict.kind) == ("quota-exceeded", "StatefulSet")
+    assert "sts-gpu" in verdict.action
+    # db-1 is beyond its replicas: no such pod is wanted, so nothing answers for it.
+    assert triage(expired, parse_ref("dbs/db-1")).cause == "pod-not-found"

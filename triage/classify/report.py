@@ -135,7 +135,7 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     if fit is not None:
         return fit.devices
     # A DRA pod's devices are its ResourceSlices' (with a device-plugin GPU too, both).
-    published = subject.dra.fit(node.raw).devices if subject.dra is not None else []
+    published = subject.dra.device_rows(node.raw) if subject.dra is not None else []
     if subject.dra is not None and not subject.gpu:
         return published
     return published + gfd_devices(node.raw)

@@ -138,8 +138,7 @@ class ClusterReader:
                     page_query = [*query, ("continue", token)] if token else query
                     response = self._request(call, "GET", resource.path(namespace), page_query)
                     if response is None:
-                        raise NotServed(str(self._not_found(call, "the API server does not "
-                                                                 "serve this resource")))
+                        raise self._not_found(call, "")
                     document = self._json(call, response)
                     items.extend(with_kind(resource, document.get("items") or []))
                     metadata = document.get("metadata") or {}
@@ -169,8 +168,7 @@ class ClusterReader:
         response = self._request(call, "GET", resource.path(), query,
                                  read_timeout=timeout_seconds + max(self.timeout, 30.0))
         if response is None:
-            raise NotServed(str(self._not_found(call, "the API server does not serve this "
-                                                      "resource")))
+            raise self._not_found(call, "")
         if on_open is not None:
             on_open(response)
         buffer = b""
@@ -314,6 +312,8 @@ class ClusterReader:
             return AdmissionRejected(message, _admission_cause(message))
         if code == 403:
             return self._forbidden(call, status, message)
+        if code == 404 and call.verb in ("list", "watch"):
+            return NotServed(str(self._not_found(call, message)))
         if code == 404:
             return self._not_found(call, message)
         return ClusterError(f"The Kubernetes API server at {self.server} failed to "

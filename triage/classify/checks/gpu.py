@@ -32,7 +32,7 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
         hint = f" although its GFD labels say {product}" if product else ""
         parts.append(f"{node.name}{hint}")
     inventory = subject.snapshot.dra_inventory(subject.config.gpu_drivers)
-    published = [n.name for n, _ in dropped if any(
+    published = [n.name for n, _ in dropped[:5] if any(
         d.driver in inventory.gpu_drivers for d in inventory.devices_for(n.raw))]
     dra = (f" {', '.join(published[:5])} publish{'es' if len(published) == 1 else ''} GPUs "
            "only as DRA devices (ResourceSlices): ask for them through a ResourceClaim "

@@ -1,0 +1,161 @@
+"""DRA objects read live (resource.k8s.io/v1): cold reads, the watch cache, clusters without
+the API group, refused reads, and claims changing under a running cache."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from bot.sources import LiveSource, SnapshotSource, WatchSource
+from tests.cluster.test_read import FINISHED_REMARK
+from tests.kubeapi import FakeKubeAPI, forbidden_status
+from triage.cluster import load_api_client
+from triage.errors import ClusterError
+from triage.refs import PodRef
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "scenarios"
+DRA = FIXTURES / "dra-basics"
+SEVEN = FIXTURES / "seven-states"
+DRA_GROUP = "resource.k8s.io/v1"
+
+
+def ref_of(text: str) -> PodRef:
+    namespace, name = text.split("/")
+    return PodRef(namespace, name)
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the cache did not catch up"
+        time.sleep(0.01)
+
+
+def _kubeconfig(server: FakeKubeAPI, tmp_path: Path) -> str:
+    return str(server.kubeconfig(tmp_path / "kubeconfig"))
+
+
+@pytest.fixture
+def api() -> Iterator[FakeKubeAPI]:
+    with FakeKubeAPI(DRA, bookmark_interval=0.05) as server:
+        yield server
+
+
+@pytest.fixture
+def cache(api: FakeKubeAPI, tmp_path: Path) -> Iterator[WatchSource]:
+    client = load_api_client(_kubeconfig(api, tmp_path))
+    source = WatchSource(api_client=client, retry_delay=0.05).start()
+    assert source.wait_ready(5)
+    yield source
+    source.stop()
+
+
+def test_a_dra_pod_reads_the_four_kinds_cold(api: FakeKubeAPI, tmp_path: Path) -> None:
+    live = LiveSource(kubeconfig=_kubeconfig(api, tmp_path))
+    before = api.mark()
+    assert live.triage(ref_of("vision/pinned-a")).cause == "exhausted"
+    paths = {r.path for r in api.requests[before:]}
+    assert {"/apis/resource.k8s.io/v1/deviceclasses",
+            "/apis/resource.k8s.io/v1/namespaces/vision/resourceclaimtemplates",
+            "/apis/resource.k8s.io/v1/resourceclaims",
+            "/apis/resource.k8s.io/v1/resourceslices"} <= paths
+
+
+def test_a_cached_dra_triage_reads_only_classes_and_templates(api: FakeKubeAPI,
+                                                              cache: WatchSource) -> None:
+    before = api.mark()
+    assert cache.triage(ref_of("serving/llm-80g")).cause == "device-unfit"
+    dra_reads = sorted(r.path for r in api.requests[before:] if "resource.k8s.io" in r.path
+                       and r.query.get("watch") not in ("1", "true"))
+    assert dra_reads == ["/apis/resource.k8s.io/v1/deviceclasses",
+                         "/apis/resource.k8s.io/v1/namespaces/serving/resourceclaimtemplates"]
+    before = api.mark()
+    cache.triage(ref_of("serving/legacy-gpu"))  # no claims: slices from memory, nothing more
+    assert not [r for r in api.requests[before:] if "resource.k8s.io" in r.path
+                and r.query.get("watch") not in ("1", "true")]
+
+
+def test_the_cache_follows_claims_being_released(api: FakeKubeAPI, cache: WatchSource) -> None:
+    assert cache.triage(ref_of("vision/pinned-a")).cause == "exhausted"
+    for holder in ("holder-a-gpu-8jq68", "holder-b-gpu-srp9s"):
+        api.delete("ResourceClaim", "vision", holder)
+    api.delete("Pod", "vision", "holder-a")
+    api.delete("Pod", "vision", "holder-b")
+
+    def freed() -> bool:
+        verdict = cache.triage(ref_of("vision/pinned-a"))
+        return {n.name: n.outcome for n in verdict.nodes}.get("dra-a100-1") == "fit"
+    eventually(freed)
+
+
+def test_the_cache_follows_a_slice_published_later(api: FakeKubeAPI, cache: WatchSource) -> None:
+    assert cache.triage(ref_of("vision/spare-pool")).cause == "no-gpu-node"
+    items = json.loads((DRA / "dra.json").read_text())["items"]
+    published = copy.deepcopy(next(i for i in items if i["kind"] == "ResourceSlice"
+                                   and i["spec"]["nodeName"] == "dra-l4-1"))
+    published["metadata"]["name"] = "gpu-spare-1-gpu.nvidia.com-late1"
+    published["spec"]["nodeName"] = "gpu-spare-1"
+    published["spec"]["pool"]["name"] = "gpu-spare-1"
+    api.apply(published)
+    eventually(lambda: cache.triage(ref_of("vision/spare-pool")).cause != "no-gpu-node")
+
+
+@pytest.mark.parametrize("directory", [SEVEN, DRA], ids=["seven-states", "dra-basics"])
+def test_a_cluster_without_the_dra_group_is_not_an_error(directory: Path,
+                                                         tmp_path: Path) -> None:
+    expected = json.loads((directory / "expected.json").read_text())
+    no_dra = tmp_path / "dump"
+    no_dra.mkdir()
+    for item in directory.iterdir():
+        if item.name != "dra.json":
+            (no_dra / item.name).write_bytes(item.read_bytes())
+    dump = SnapshotSource(no_dra)
+    with FakeKubeAPI(directory, unserved=[DRA_GROUP]) as server:
+        live = LiveSource(kubeconfig=_kubeconfig(server, tmp_path))
+        client = load_api_client(_kubeconfig(server, tmp_path))
+        watch = WatchSource(api_client=client, retry_delay=0.05).start()
+        try:
+            assert watch.wait_ready(5)
+            for ref in expected:
+                from_dump = dump.triage(ref_of(ref)).to_dict()
+                # a live read never sees finished pods (see test_read)
+                from_dump["action"] = FINISHED_REMARK.sub("", from_dump["action"])
+                assert live.triage(ref_of(ref)).to_dict() == from_dump, ref
+                assert watch.triage(ref_of(ref)).to_dict() == from_dump, ref
+                assert from_dump["error"] is None
+        finally:
+            watch.stop()
+
+
+def test_a_refused_dra_read_is_the_answer_for_a_dra_pod(api: FakeKubeAPI,
+                                                        tmp_path: Path) -> None:
+    live = LiveSource(kubeconfig=_kubeconfig(api, tmp_path))
+    api.inject("status", "/resourceclaims$", status=forbidden_status(
+        "list", "resourceclaims", group="resource.k8s.io"))
+    with pytest.raises(ClusterError) as refused:
+        live.triage(ref_of("vision/pinned-a"))
+    assert "cannot list resourceclaims" in str(refused.value)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_refused_slice_read_is_noted_for_other_pods(api: FakeKubeAPI, tmp_path: Path) -> None:
+    live = LiveSource(kubeconfig=_kubeconfig(api, tmp_path))
+    api.inject("status", "/resourceslices$", status=forbidden_status(
+        "list", "resourceslices", group="resource.k8s.io"))
+    verdict = live.triage(ref_of("serving/legacy-gpu"))
+    assert verdict.cause == "no-gpu-node"
+    assert verdict.error is not None and "cannot list resourceslices" in verdict.error
+
+
+def test_a_never_created_ordinal_pod_is_read_through_its_statefulset(tmp_path: Path) -> None:
+    extra = FIXTURES.parent / "scenarios-extra" / "admission-refs"
+    with FakeKubeAPI(extra) as server:
+        for event in [e for e in server.namespace_objects("events", "dbs")]:
+            server.delete("Event", "dbs", event["metadata"]["name"])
+        verdict = LiveSource(kubeconfig=_kubeconfig(server, tmp_path)).triage(ref_of("dbs/db-0"))
+    assert (verdict.cause, verdict.kind) == ("quota-exceeded", "StatefulSet")
