@@ -7,6 +7,8 @@ import logging
 import os
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -23,9 +25,10 @@ from test_slack_app import (
 
 from bot.byline import age_text, byline
 from bot.config import BotConfig
-from bot.sources import SnapshotSource
+from bot.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
 from bot.store import Store
 from bot.visibility import hide_text
+from tests.kubeapi import FakeKubeAPI
 from tests.slackfake import FakeSlack
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
@@ -198,3 +201,62 @@ def test_stats_in_a_restricted_channel_count_only_its_namespaces(tmp_path: Path,
     ]
     assert everything.splitlines()[0] == "gpuwhy answers per week (UTC)"
     assert everything.splitlines()[-2].split() == ["total", "4"]
+
+
+# --- pod-not-found: the names it was meant to be, and the events left behind -----------------
+
+@contextmanager
+def read_three_ways(dump: Path, tmp_path: Path) -> Iterator[dict[str, TriageSource]]:
+    """The same cluster as a dump directory, a live API (cold reads) and a watch cache."""
+    with FakeKubeAPI(dump) as api:
+        kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+        watch = WatchSource(kubeconfig, retry_delay=0.05).start()
+        try:
+            assert watch.wait_ready(10)
+            yield {"dump": SnapshotSource(dump), "live": LiveSource(kubeconfig), "watch": watch}
+        finally:
+            watch.stop()
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("research/ful", "research/full"),
+    ("ml/finetun", "ml/finetune"),
+    ("infer/vlm", "infer/vllm"),
+])
+def test_pod_not_found_says_what_was_probably_meant(typed: str, meant: str,
+                                                    tmp_path: Path) -> None:
+    with read_three_ways(SEVEN_STATES, tmp_path) as sources:
+        actions = {how: source.triage(parse_ref(typed)).action
+                   for how, source in sources.items()}
+    namespace = typed.partition("/")[0]
+    assert actions == dict.fromkeys(sources, (
+        f"no pod, workload or event named {typed} exists. Did you mean {meant}? Check the "
+        f"name and namespace (kubectl -n {namespace} get pods,jobs,deployments); events "
+        "expire after an hour, so an old rejection leaves no trace."))
+
+
+def test_pod_not_found_answer_in_slack_reads_did_you_mean(slack: FakeSlack) -> None:
+    app = make_app(slack, SnapshotSource(SEVEN_STATES))
+    ask(app, slack, "research/ful")
+    [reply] = slack.wait_for("response_url")
+    assert reply.params["blocks"][1]["text"]["text"].startswith(
+        "*Next:* no pod, workload or event named research/ful exists. Did you mean "
+        "research/full? Check the name")
+
+
+def test_a_deleted_pod_is_not_said_to_have_no_events(tmp_path: Path) -> None:
+    dump = shutil.copytree(SEVEN_STATES, tmp_path / "deleted", copy_function=shutil.copy)
+    pods = json.loads((dump / "pods.json").read_text())
+    pods["items"] = [p for p in pods["items"] if p["metadata"]["name"] != "ok"]
+    (dump / "pods.json").write_text(json.dumps(pods))
+    with read_three_ways(dump, tmp_path) as sources:
+        verdicts = {how: source.triage(parse_ref("research/ok")) for how, source in sources.items()}
+    for verdict in verdicts.values():
+        assert verdict.cause == "pod-not-found"
+        assert verdict.action == (
+            "no pod or workload named research/ok exists now, but 1 event about it remains "
+            "(latest: Scheduled at 2026-11-30T12:50:44): it was deleted, or finished and "
+            "cleaned up. Check who deletes it (kubectl -n research get events --field-selector "
+            "involvedObject.name=ok).")
+        assert "no event" not in verdict.action
+        assert verdict.evidence[1].value.startswith("Successfully assigned research/ok to ")

@@ -164,7 +164,8 @@ def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> s
     if bound:
         return f"bound to {bound}"
     if not reports:
-        return "no nodes in the cluster"
+        # No node filter ran (the pod asks for no GPU): nothing to say about nodes.
+        return "" if subject.snapshot.nodes else "no nodes in the cluster"
     fit = [r for r in reports if r.outcome == FIT]
     unfit = [r for r in reports if r.outcome != FIT]
     counts: dict[str, int] = {}

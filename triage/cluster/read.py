@@ -10,7 +10,9 @@ What one triage reads (``read_snapshot``):
 - the pod (GET); when absent, the Deployment / ReplicaSet / StatefulSet / DaemonSet / Job of
   that name (GET each), their ReplicaSets and pods (one list per workload, label-selected,
   kept when the ownerReferences say so), the namespace's FailedCreate events (one list;
-  they also resolve a generated pod name like ``finetune-2dtfx`` to its Job);
+  they also resolve a generated pod name like ``finetune-2dtfx`` to its Job); when nothing
+  has that name, the namespace's workloads (one list per kind: the names a typo was meant
+  to be);
 - events about the pod / workload / workload pods (field-selected by name);
 - nodes and the non-terminated pods of every namespace (paged with limit/continue);
 - the namespace's ResourceQuotas and the cluster's RuntimeClasses.
@@ -108,6 +110,11 @@ def read_ref_objects(reader: ClusterReader, ref: PodRef,
         # db-0, never created, its FailedCreate expired: the StatefulSet db still wants it.
         statefulset = reader.get(WORKLOADS["StatefulSet"], namespace, ordinal[0])
         workloads = [statefulset] if statefulset is not None else []
+    if not workloads:
+        # Nothing by that name: the namespace's workloads, for "did you mean …?".
+        found.workloads = [w for kind in WORKLOAD_KINDS for w in _optional(
+            found.problems, partial(reader.list_all, WORKLOADS[kind], namespace,
+                                    page_size=page_size))]
     for workload in workloads:
         children, pods = _children(reader, workload, page_size)
         found.workloads.extend([workload, *children])

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from triage import admission
 from triage.classify.subject import Finding, Subject, num
+from triage.snapshot import event_time
+from triage.suggest import closest_names
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
@@ -83,9 +85,27 @@ def check_pod_not_found(subject: Subject) -> Finding:
             why, field, value = (f"{label} exists but has no pods and no admission error on "
                                  "record. Check its status and events."), "pods", "none"
         return Finding(Cause.POD_NOT_FOUND, why, [Evidence(label, field, value)])
+    ref = subject.ref
+    suggestions = closest_names(subject.snapshot, ref)
+    meant = f"Did you mean {' or '.join(suggestions)}? " if suggestions else ""
+    events = subject.snapshot.events_for("Pod", ref.namespace, ref.name)
+    if events:
+        latest = events[0]
+        reason, when = latest.get("reason", "?"), event_time(latest) or "?"
+        remain = ("1 event about it remains" if len(events) == 1 else
+                  f"{len(events)} events about it remain")
+        return Finding(Cause.POD_NOT_FOUND,
+                       f"no pod or workload named {ref} exists now, but {remain} (latest: "
+                       f"{reason} at {when}): it was deleted, or finished and cleaned up. "
+                       f"{meant}Check who deletes it (kubectl -n {ref.namespace} get events "
+                       f"--field-selector involvedObject.name={ref.name}).",
+                       [Evidence(f"namespace {ref.namespace}", "pods, workloads",
+                                 f"nothing named {ref.name}"),
+                        Evidence(f"Pod {ref}", f"event {reason}",
+                                 str(latest.get("message") or ""))])
     return Finding(Cause.POD_NOT_FOUND,
-                   f"no pod, workload or event named {subject.ref} exists. Check the name and "
-                   f"namespace (kubectl -n {subject.ref.namespace} get pods,jobs,deployments); "
+                   f"no pod, workload or event named {ref} exists. {meant}Check the name and "
+                   f"namespace (kubectl -n {ref.namespace} get pods,jobs,deployments); "
                    "events expire after an hour, so an old rejection leaves no trace.",
-                   [Evidence(f"namespace {subject.ref.namespace}", "pods, workloads, events",
-                             f"nothing named {subject.ref.name}")])
+                   [Evidence(f"namespace {ref.namespace}", "pods, workloads, events",
+                             f"nothing named {ref.name}")])

@@ -22,8 +22,8 @@ def check_no_gpu_request(subject: Subject) -> Finding | None:
         where += (f" Its claims ({', '.join(claims)}) ask for {', '.join(classes) or 'no device'}"
                   f", not a GPU class (drivers {', '.join(subject.config.gpu_drivers)}).")
     return Finding(Cause.NO_GPU_REQUEST,
-                   f"no container of {subject.label} (init containers included) has a GPU in "
-                   f"resources.limits, so it gets no GPU.{where} Add `limits: nvidia.com/gpu: N` "
-                   "to the container that needs it.",
+                   f"{subject.label} asks for no GPU: no container (init containers included) "
+                   f"has a GPU in resources.limits.{where} Add `limits: nvidia.com/gpu: N` to "
+                   "the container that needs it.",
                    [Evidence(f"Pod {subject.label}", "spec.containers[*].resources.limits",
                              "no GPU resource (" + ", ".join(subject.config.gpu_resources) + ")")])
