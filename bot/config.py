@@ -24,7 +24,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import platformdirs
 import yaml
-from pydantic import AfterValidator, ConfigDict, Field, Strict, TypeAdapter, ValidationError
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Strict,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+)
 from pydantic_core import ErrorDetails
 
 from scoring.dcgm import DcgmLabels
@@ -149,6 +158,67 @@ class PrometheusConfig:
 
 
 @dataclass(frozen=True)
+class ClusterSource:
+    """Where one cluster of ``clusters`` is read from: exactly one of a kubeconfig (and
+    context), the pod's own service account (``in_cluster``), or a dump directory."""
+
+    __pydantic_config__ = STRICT_SECTION
+    kubeconfig: Text | None = None
+    context: Text | None = None
+    in_cluster: Annotated[bool, Strict()] = False
+    snapshot: Text | None = None  # a directory `gpuwhy snapshot` wrote
+
+    @property
+    def kind(self) -> str:
+        return ("snapshot" if self.snapshot else "in-cluster" if self.in_cluster
+                else "kubeconfig")
+
+
+def _one_source(source: ClusterSource) -> ClusterSource:
+    kinds = [kind for kind, given in (
+        ("kubeconfig/context", source.kubeconfig is not None or source.context is not None),
+        ("in_cluster", source.in_cluster), ("snapshot", source.snapshot is not None)) if given]
+    if len(kinds) != 1:
+        raise ValueError("give exactly one of kubeconfig (with context), in_cluster: true, "
+                         f"snapshot (found {', '.join(kinds) or 'none'})")
+    return source
+
+
+ClusterName = Annotated[str, _matching(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+                                       "a cluster name (lower case letters, digits, -)")]
+ClusterOrAll = Annotated[str, _matching(r"\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
+                                        'a cluster name or "*"')]
+CheckedClusterSource = Annotated[ClusterSource, AfterValidator(_one_source)]
+
+
+@dataclass(frozen=True)
+class ChannelAccess:
+    """What one channel may ask about: ``cluster`` is its default (and, unless ``clusters``
+    lists more, the only one it may describe); ``namespaces`` apply in each of them."""
+
+    __pydantic_config__ = STRICT_SECTION
+    namespaces: tuple[Namespace, ...] = ("*",)
+    cluster: ClusterName | None = None
+    clusters: tuple[ClusterOrAll, ...] | None = None
+
+    def allows_cluster(self, name: str) -> bool:
+        if self.clusters is not None:
+            return "*" in self.clusters or name in self.clusters
+        return self.cluster is None or name == self.cluster
+
+
+def _channel_shape(value: object) -> str:
+    return "access" if isinstance(value, dict | ChannelAccess) else "namespaces"
+
+
+# A channel's value: its namespaces as a list (any cluster), or a ChannelAccess mapping.
+ChannelValue = Annotated[
+    Annotated[tuple[Namespace, ...], Tag("namespaces")] | Annotated[ChannelAccess, Tag("access")],
+    Discriminator(_channel_shape)]
+EVERY_CHANNEL = ChannelAccess()
+
+
+@dataclass(frozen=True)
 class BotConfig:
     __pydantic_config__ = STRICT_SECTION
     cluster: Text = "default"
@@ -157,19 +227,42 @@ class BotConfig:
     # else in the user data directory. One per gpuwhy serve process.
     journal_path: Text | None = None
     triage: TriageSettings = field(default_factory=TriageSettings)
-    # channel id -> namespaces it may describe ("*" = all). Empty mapping: every channel, all.
-    channels: Mapping[ChannelId, tuple[Namespace, ...]] = field(default_factory=dict)
+    # channel id -> namespaces it may describe ("*" = all), or a ChannelAccess. Empty
+    # mapping: every channel, every namespace, every cluster.
+    channels: Mapping[ChannelId, ChannelValue] = field(default_factory=dict)
     digest: DigestSchedule = field(default_factory=DigestSchedule)
     prometheus: PrometheusConfig = field(default_factory=PrometheusConfig)
+    # name -> where it is read from; empty: the one cluster of --kubeconfig / --snapshot.
+    clusters: Mapping[ClusterName, CheckedClusterSource] = field(default_factory=dict)
+    default_cluster: ClusterName | None = None
+
+    def access(self, channel: str) -> ChannelAccess | None:
+        """What the channel may ask about; None when it is not a channel gpuwhy answers in."""
+        if not self.channels:
+            return EVERY_CHANNEL
+        value = self.channels.get(channel)
+        if value is None or isinstance(value, ChannelAccess):
+            return value
+        return ChannelAccess(namespaces=tuple(value))
 
     def channel_allowed(self, channel: str) -> bool:
-        return not self.channels or channel in self.channels
+        return self.access(channel) is not None
 
     def namespace_allowed(self, channel: str, namespace: str) -> bool:
-        if not self.channels:
-            return True
-        allowed = self.channels.get(channel, ())
-        return "*" in allowed or namespace in allowed
+        allowed = self.access(channel)
+        return allowed is not None and ("*" in allowed.namespaces
+                                        or namespace in allowed.namespaces)
+
+    def cluster_allowed(self, channel: str, cluster: str) -> bool:
+        allowed = self.access(channel)
+        return allowed is not None and allowed.allows_cluster(cluster)
+
+    def channel_cluster(self, channel: str) -> str | None:
+        """The cluster a channel's questions go to when they name none (None: the only one)."""
+        allowed = self.access(channel)
+        if allowed is not None and allowed.cluster is not None:
+            return allowed.cluster
+        return self.default_cluster or next(iter(self.clusters), None)
 
 
 _SCHEMA: TypeAdapter[BotConfig] = TypeAdapter(BotConfig)
@@ -185,10 +278,28 @@ def load_config(environ: Mapping[str, str] | None = None) -> BotConfig:
     data = _read_file(Path(path)) if path else {}
     from_env = _apply_environment(data, env)
     try:
-        return _SCHEMA.validate_python(data)
+        config = _SCHEMA.validate_python(data)
     except ValidationError as exc:
         problems = dict.fromkeys(_describe(error, data, from_env) for error in exc.errors())
         raise ConfigError(f"config {path or '(environment)'}: {'; '.join(problems)}") from None
+    if unknown := _unknown_clusters(config):
+        raise ConfigError(f"config {path or '(environment)'}: {'; '.join(unknown)}")
+    return config
+
+
+def _unknown_clusters(config: BotConfig) -> list[str]:
+    """Cluster names that name no entry of ``clusters``, one line each."""
+    known = sorted(config.clusters)
+    described = (f"not one of clusters ({', '.join(known)})" if known
+                 else "no clusters are configured")
+    named = [("default_cluster", config.default_cluster)]
+    for channel, value in config.channels.items():
+        if isinstance(value, ChannelAccess):
+            named.append((f"channels.{channel}.cluster", value.cluster))
+            named += [(f"channels.{channel}.clusters", name) for name in value.clusters or ()
+                      if name != "*"]
+    return [f"{key} = {name!r}: {described}" for key, name in named
+            if name is not None and name not in config.clusters]
 
 
 def _apply_environment(data: dict[str, Any], env: Mapping[str, str]) -> dict[str, str]:

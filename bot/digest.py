@@ -300,13 +300,16 @@ def digest_blocks(digest: Digest) -> Blocks:
 
 @dataclass(frozen=True)
 class Scope:
-    """Which incidents stats count: all, or those a channel may see (its namespaces)."""
+    """Which incidents stats count: all, or one cluster's, or those a channel may see."""
 
     namespaces: Callable[[str], bool] | None = None
-    label: str = ""  # said in the table's title: "namespaces research, ml"
+    clusters: Callable[[str], bool] | None = None
+    label: str = ""  # said in the table's title: "cluster prod · namespaces research, ml"
 
     def keeps(self, incident: StoredIncident) -> bool:
-        return self.namespaces is None or self.namespaces(incident.verdict.ref.partition("/")[0])
+        return ((self.namespaces is None
+                 or self.namespaces(incident.verdict.ref.partition("/")[0]))
+                and (self.clusters is None or self.clusters(incident.cluster)))
 
 
 EVERYTHING = Scope()

@@ -22,7 +22,9 @@ from slack_sdk import WebClient
 
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
+from bot.fleet import Fleet, UnavailableSource
 from bot.journal import IncidentJournal, store_status
+from bot.sources import TriageSource
 from bot.store import Store
 from bot.web import Request, Response, Routes, plain
 
@@ -80,6 +82,29 @@ def cluster_check(source: object) -> Callable[[], Check]:
 def store_check(journal: IncidentJournal | None) -> Callable[[], Check]:
     """The store never makes serve unready: answers go out and wait in the journal."""
     return lambda: Check(True, store_status(journal))
+
+
+def readiness_checks(fleet: Fleet) -> dict[str, Callable[[], Check]]:
+    """/readyz lines: one per cluster, and for several clusters a first line that is ready as
+    long as one cluster answers. A cluster that is down or still loading is said on its line
+    but does not take the bot out of service: the other clusters still answer."""
+    if not fleet.several:
+        return {"cluster": cluster_check(fleet.source())}
+
+    def state(source: TriageSource) -> str:
+        if isinstance(source, UnavailableSource):
+            return f"unavailable: {source.reason}"
+        return "ready" if source_ready(source) else "loading"
+
+    def answering() -> Check:
+        ready = [name for name, source in fleet.sources.items() if state(source) == "ready"]
+        return Check(bool(ready), f"{len(ready)} of {len(fleet.sources)} answering")
+
+    def line(source: TriageSource) -> Callable[[], Check]:
+        return lambda: Check(True, state(source))
+
+    return {"clusters": answering,
+            **{f"cluster {name}": line(source) for name, source in fleet.sources.items()}}
 
 
 def healthz(request: Request) -> Response:

@@ -55,8 +55,9 @@ def answered(reader: str, answer: Callable[[], Verdict]) -> Verdict:
 class SnapshotSource:
     """A dump directory read once (``gpuwhy triage --snapshot``, ``gpuwhy serve --snapshot``)."""
 
-    def __init__(self, directory: str | Path, config: TriageConfig = DEFAULT_CONFIG) -> None:
-        self.snapshot = Snapshot.from_dir(directory)
+    def __init__(self, directory: str | Path, config: TriageConfig = DEFAULT_CONFIG,
+                 cluster: str = "") -> None:
+        self.snapshot = Snapshot.from_dir(directory, cluster)
         self.cluster = self.snapshot.cluster
         self.config = config
         self._as_of = dump_time(Path(directory))

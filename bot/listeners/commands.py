@@ -20,8 +20,15 @@ from bot.digest import (
     stats_blocks,
     stats_text,
 )
+from bot.fleet import USAGE as FLEET_USAGE
+from bot.fleet import UnknownClusterError, split_cluster
 from bot.listeners.devices import SHOW_DEVICES
-from bot.listeners.replies import CHANNEL_REFUSAL, cluster_failure, namespace_refusal
+from bot.listeners.replies import (
+    CHANNEL_REFUSAL,
+    cluster_failure,
+    cluster_refusal,
+    namespace_refusal,
+)
 from bot.listeners.state import BotState
 from bot.store import Store, StoreError
 from triage.errors import ClusterError
@@ -34,6 +41,7 @@ COMMAND = "/gpuwhy"
 HELP_WORDS = ("help", "-h", "--help")
 STATS_WORD = "stats"
 STATS_USAGE = f"usage: {COMMAND} stats [WEEKS]  (WEEKS: 1 to {MAX_WEEKS})"
+FLEET_STATS_USAGE = f"usage: {COMMAND} stats [CLUSTER] [WEEKS]  (WEEKS: 1 to {MAX_WEEKS})"
 SHOW_DEVICES_HINT = ("Reply `show devices` in the thread of a gpuwhy answer, or press its "
                      f"Show devices button. {USAGE}")
 NO_STORE = "Stats need the incident store, and this gpuwhy runs without one."
@@ -67,7 +75,11 @@ def register(app: App, state: BotState) -> None:
 def answer_ref(state: BotState, ack: Ack, respond: Respond, client: WebClient,
                channel: str, user: str, text: str) -> None:
     try:
-        ref = parse_ref(text)
+        named, ref_text = split_cluster(text, state.fleet.names)
+        ref = parse_ref(ref_text)
+    except UnknownClusterError as exc:
+        ack(text=f"{escape_mrkdwn(str(exc), 1500)} {FLEET_USAGE}")
+        return
     except RefError as exc:
         ack(text=escape_mrkdwn(str(exc), 2000))
         return
@@ -75,20 +87,27 @@ def answer_ref(state: BotState, ack: Ack, respond: Respond, client: WebClient,
         log.info("refused %s for %s: channel %s is not configured", ref, user, channel)
         ack(text=CHANNEL_REFUSAL)
         return
+    cluster = state.cluster_for(channel, named)
+    if not state.config.cluster_allowed(channel, cluster):
+        log.info("refused %s for %s: cluster %s not allowed in channel %s", ref, user, cluster,
+                 channel)
+        ack(text=cluster_refusal(cluster))
+        return
     if not state.may_describe(channel, ref.namespace):
         log.info("refused %s for %s: namespace not allowed in channel %s", ref, user, channel)
         ack(text=namespace_refusal(ref.namespace))
         return
     ack()
-    state.later(f"answering {ref} for {user} in {channel}",
-                lambda: post_answer(state, respond, client, channel, user, ref),
+    state.later(f"answering {ref} in {cluster} for {user} in {channel}",
+                lambda: post_answer(state, respond, client, channel, user, cluster, ref),
                 respond)
 
 
 def post_answer(state: BotState, respond: Respond, client: WebClient,
-                channel: str, user: str, ref: PodRef) -> None:
+                channel: str, user: str, cluster: str, ref: PodRef) -> None:
+    source = state.fleet.source(cluster)
     try:
-        verdict = state.source.triage(ref)
+        verdict = source.triage(ref)
     except ClusterError as exc:
         log.warning("cannot answer %s for %s: %s", ref, user, one_line(exc))
         respond(text=cluster_failure(exc))
@@ -96,12 +115,14 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
     # pod-not-found is mostly a typo: only the asker sees it, with the names it may have meant.
     private = verdict.cause == Cause.POD_NOT_FOUND
     shown = state.shown_in(channel, verdict)
-    line = byline(None if private else user, cluster=None, as_of=state.source.as_of(),
+    line = byline(None if private else user,
+                  cluster=cluster if state.fleet.several else None, as_of=source.as_of(),
                   now=state.clock())
     blocks, text = verdict_blocks(shown, line), verdict_text(shown, line)
     if private:
         respond(text=text, blocks=blocks)
-        state.remember(verdict, asked_by=user, channel=channel, message_ts=None)
+        state.remember(verdict, cluster=cluster, asked_by=user, channel=channel,
+                       message_ts=None)
         return
     try:
         posted = client.chat_postMessage(channel=channel, text=text, blocks=blocks)
@@ -112,12 +133,19 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
         respond(text=f"{text}\n(I can't post in this channel; invite me to get a thread.)",
                 blocks=blocks)
         return
-    state.remember(verdict, asked_by=user, channel=str(posted["channel"]),
+    state.remember(verdict, cluster=cluster, asked_by=user, channel=str(posted["channel"]),
                    message_ts=str(posted["ts"]))
 
 
 def answer_stats(state: BotState, ack: Ack, respond: Respond, channel: str, user: str,
                  args: list[str]) -> None:
+    cluster = None
+    if args and not args[0].isdigit() and state.fleet.several:
+        if args[0] not in state.fleet.sources:
+            ack(text=f"{escape_mrkdwn(UnknownClusterError(args[0], state.fleet.names), 1500)} "
+                     f"{FLEET_STATS_USAGE}")
+            return
+        cluster, args = args[0], args[1:]
     if len(args) > 1:
         ack(text=STATS_USAGE)
         return
@@ -134,8 +162,11 @@ def answer_stats(state: BotState, ack: Ack, respond: Respond, channel: str, user
     if store is None:
         ack(text=NO_STORE)
         return
+    if cluster is not None and not state.config.cluster_allowed(channel, cluster):
+        ack(text=cluster_refusal(cluster))
+        return
     ack()
-    scope = state.stats_scope(channel)
+    scope = state.stats_scope(channel, cluster)
     state.later(f"stats for {user} in {channel}",
                 lambda: post_stats(state, store, respond, weeks, scope),
                 respond)

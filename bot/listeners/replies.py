@@ -14,6 +14,11 @@ def namespace_refusal(namespace: str) -> str:
             "channel. Please ask in the channel for that team.")
 
 
+def cluster_refusal(cluster: str) -> str:
+    return (f"Sorry, cluster `{escape_mrkdwn(cluster, 63)}` can't be described in this "
+            "channel. Please ask in the channel for that cluster.")
+
+
 def cluster_failure(error: Exception) -> str:
     """A ClusterError as the one plain sentence it carries, safe for mrkdwn."""
     return escape_mrkdwn(one_line(error), 2000) or CLUSTER_UNREADABLE

@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 
 from slack_bolt import Respond
 
-from bot.config import BotConfig
+from bot.config import EVERY_CHANNEL, BotConfig
 from bot.digest import EVERYTHING, Scope
+from bot.fleet import Fleet
 from bot.journal import IncidentJournal, JournalEntry
 from bot.listeners.replies import APOLOGY
 from bot.metrics import ANSWERS
@@ -85,7 +86,7 @@ class SeenEvents:
 @dataclass
 class BotState:
     config: BotConfig
-    source: TriageSource
+    source: TriageSource | Fleet  # one cluster, or the configured ones
     store: Store | None = None
     clock: Callable[[], datetime] = utc_now
     recent: RecentAnswers = field(default_factory=RecentAnswers)
@@ -97,8 +98,9 @@ class BotState:
     def __post_init__(self) -> None:
         if self.journal is None and self.store is not None:
             self.journal = IncidentJournal(self.store)
+        self.fleet = self.source if isinstance(self.source, Fleet) else Fleet.single(self.source)
 
-    def remember(self, verdict: Verdict, *, asked_by: str, channel: str,
+    def remember(self, verdict: Verdict, *, cluster: str, asked_by: str, channel: str,
                  message_ts: str | None) -> None:
         """Keep a posted answer for its thread (``message_ts`` None: a private reply, which has
         none) and journal it for the store (never waits)."""
@@ -110,7 +112,7 @@ class BotState:
         ANSWERS.labels(verdict.cause, SLACK_SOURCE).inc()
         if self.journal is not None:
             self.journal.append(JournalEntry(
-                verdict, cluster=self.source.cluster, asked_by=asked_by, source=SLACK_SOURCE,
+                verdict, cluster=cluster, asked_by=asked_by, source=SLACK_SOURCE,
                 channel=channel, message_ts=message_ts, at=now))
 
     def later(self, what: str, work: Callable[[], object], respond: Respond | None = None,
@@ -184,14 +186,34 @@ class BotState:
         return visible_verdict(verdict, lambda namespace: self.config.namespace_allowed(
             channel, namespace))
 
-    def stats_scope(self, channel: str) -> Scope:
-        """Stats in a channel count only the namespaces it may describe."""
-        allowed = self.config.channels.get(channel, ("*",))
-        if "*" in allowed:
+    def stats_scope(self, channel: str, cluster: str | None = None) -> Scope:
+        """Stats in a channel count only the clusters and namespaces it may describe; with
+        ``cluster``, only that cluster's."""
+        access = self.config.access(channel) or EVERY_CHANNEL
+        namespaces = access.namespaces
+        labels = [] if cluster is None else [f"cluster {cluster}"]
+        if "*" not in namespaces:
+            labels.append("namespaces " + ", ".join(namespaces))
+        if cluster is not None:
+            clusters: Callable[[str], bool] | None = cluster.__eq__
+        elif access.cluster is not None or access.clusters is not None:
+            clusters = access.allows_cluster
+        else:
+            clusters = None
+        if clusters is None and "*" in namespaces:
             return EVERYTHING
-        return Scope(namespaces=frozenset(allowed).__contains__,
-                     label="namespaces " + ", ".join(allowed))
+        return Scope(namespaces=None if "*" in namespaces else frozenset(namespaces).__contains__,
+                     clusters=clusters, label=" · ".join(labels))
 
-    def may_describe(self, channel: str, namespace: str) -> bool:
-        return self.config.channel_allowed(channel) and self.config.namespace_allowed(
-            channel, namespace)
+    def may_describe(self, channel: str, namespace: str, cluster: str | None = None) -> bool:
+        """May the channel hear about ``namespace`` (in ``cluster``, when one is named)?"""
+        return self.config.namespace_allowed(channel, namespace) and (
+            cluster is None or self.config.cluster_allowed(channel, cluster))
+
+    def cluster_for(self, channel: str, named: str | None) -> str:
+        """The cluster a question goes to: the one it names, else the channel's default."""
+        if named is not None:
+            return named
+        default = self.config.channel_cluster(channel)
+        return default if default is not None and default in self.fleet.sources \
+            else self.fleet.default

@@ -107,16 +107,21 @@ def _read_kubeconfig(file: Path) -> dict[str, Any]:
 
 
 def load_api_client(kubeconfig: str | None = None, context: str | None = None, *,
-                    service_account: Path = SERVICE_ACCOUNT_DIR) -> ApiClient:
+                    service_account: Path = SERVICE_ACCOUNT_DIR,
+                    in_cluster: bool = False) -> ApiClient:
     """An ApiClient configured the way kubectl resolves it, on a fresh Configuration.
 
     ``--kubeconfig``, else ``KUBECONFIG`` (several files, merged), else ``~/.kube/config``,
     else the pod's service account (``KUBERNETES_SERVICE_HOST`` / ``_PORT`` and the token and
-    CA files in ``service_account``). Reads are not retried (a timeout is reported after one
-    wait, not four); connection attempts are.
+    CA files in ``service_account``); ``in_cluster`` goes to the service account directly.
+    Reads are not retried (a timeout is reported after one wait, not four); connection
+    attempts are.
     """
     configuration = Configuration()
-    found = find_kubeconfig(kubeconfig)
+    found = None if in_cluster else find_kubeconfig(kubeconfig)
+    if in_cluster and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        raise ClusterError("gpuwhy is not running inside a cluster (KUBERNETES_SERVICE_HOST "
+                           "is not set), so in_cluster cannot be used.")
     if found is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         listed = os.environ.get("KUBECONFIG")
         raise ClusterError(
