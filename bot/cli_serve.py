@@ -22,6 +22,7 @@ from bot.cli_cluster import add_cluster_options
 from bot.cli_store import add_db_option
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
+from bot.fleet import Fleet, build_fleet
 from bot.journal import IncidentJournal, JournalError, default_journal_path
 from bot.listeners.state import BotState
 from bot.metrics import READINGS
@@ -31,9 +32,10 @@ from bot.serve import (
     READY_PATH,
     Readiness,
     SlackEndpoint,
-    cluster_check,
+    clusters_up,
     digest_thread,
     http_routes,
+    readiness_checks,
     store_check,
 )
 from bot.sources import SnapshotSource, WatchSource
@@ -78,7 +80,7 @@ def register(subparsers: Any) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     env = os.environ
     stop = threading.Event()
-    source: SnapshotSource | WatchSource | None = None
+    fleet: Fleet | None = None
     try:
         config = load_config(env)
         app_token, secret = _tokens(env)
@@ -86,17 +88,21 @@ def run_serve(args: argparse.Namespace) -> int:
         upgraded = _upgrade(store)
         client = slack_client(env)
         _check_bot_token(client)
-        source = _source(args, config)
+        fleet = _fleet(args, config)
         journal_path = Path(config.journal_path) if config.journal_path \
             else default_journal_path(store)
         journal = IncidentJournal(store, journal_path, upgraded=upgraded)
         READINGS.incidents_waiting(lambda: journal.waiting)
+        # Answers carry telemetry when Prometheus is configured; readiness and shutdown
+        # look at the clusters' own sources.
+        telemetry = prometheus_settings(config.prometheus, args.prometheus)
         state = BotState(config=config, store=store, journal=journal,
-                         source=with_prometheus(source, prometheus_settings(
-                             config.prometheus, args.prometheus)))
+                         source=fleet.wrapped(lambda source: with_prometheus(source, telemetry)))
         app = bolt_app(state, client, signing_secret=secret)
         endpoint = SlackEndpoint(app, secret) if secret and not app_token else None
-        readiness = Readiness({"cluster": cluster_check(source), "store": store_check(journal)})
+        readiness = Readiness({**readiness_checks(fleet), "store": store_check(journal)})
+        serving = fleet
+        READINGS.clusters(lambda: clusters_up(serving))
         server = HTTPServer(args.host, args.port,
                             http_routes(slack=endpoint, readiness=readiness))
         handler = SocketModeHandler(app, app_token) if app_token else None
@@ -106,7 +112,8 @@ def run_serve(args: argparse.Namespace) -> int:
             _connect(handler)
     except (ConfigError, ServeError, SnapshotError, ClusterError, StoreError, JournalError,
             DigestError, BoltError, SlackApiError, SlackClientError, OSError) as exc:
-        _stop_source(source)
+        if fleet is not None:
+            fleet.stop()
         print(f"gpuwhy serve: {_one_line(exc)}", file=sys.stderr)
         return EXIT_SETUP
     if digest is not None:
@@ -115,7 +122,8 @@ def run_serve(args: argparse.Namespace) -> int:
     threading.Thread(target=server.serve_forever, name="gpuwhy-http", daemon=True).start()
     mode = "Socket Mode" if handler is not None else f"HTTP, POST {EVENTS_PATH}"
     print(f"gpuwhy serve: {mode}; listening on http://{args.host}:{server.port} "
-          f"(GET {HEALTH_PATH}, {READY_PATH}); cluster {source.cluster}", file=sys.stderr,
+          f"(GET {HEALTH_PATH}, {READY_PATH}); "
+          f"cluster{'s' if fleet.several else ''} {', '.join(fleet.names)}", file=sys.stderr,
           flush=True)
     try:
         stop.wait()
@@ -127,7 +135,7 @@ def run_serve(args: argparse.Namespace) -> int:
         # Answers already acked still go out; the journal gets a last chance to store what
         # waits, and keeps on disk what it could not.
         state.close(STORE_GRACE_S)
-        _stop_source(source)
+        fleet.stop()
         store.close()
     return EXIT_OK
 
@@ -194,18 +202,18 @@ def _reason(exc: BaseException) -> str:
     return _one_line(reason if isinstance(reason, BaseException) else exc)
 
 
-def _source(args: argparse.Namespace, config: BotConfig) -> SnapshotSource | WatchSource:
+def _fleet(args: argparse.Namespace, config: BotConfig) -> Fleet:
+    """The configured clusters, one watch cache each; or the one of --snapshot / --kubeconfig."""
     if args.snapshot:
-        return SnapshotSource(args.snapshot, config.triage)
+        return Fleet.single(SnapshotSource(args.snapshot, config.triage))
+    if config.clusters and not (args.kubeconfig or args.context):
+        return build_fleet(config, watch=True, page_size=args.page_size,
+                           timeout=args.request_timeout)
     # Without a configured name the store records the API server's URL.
     cluster = "" if config.cluster == BotConfig.cluster else config.cluster
-    return WatchSource(args.kubeconfig, args.context, config.triage, cluster=cluster,
-                       page_size=args.page_size, timeout=args.request_timeout).start()
-
-
-def _stop_source(source: SnapshotSource | WatchSource | None) -> None:
-    if isinstance(source, WatchSource):
-        source.stop()
+    return Fleet.single(WatchSource(args.kubeconfig, args.context, config.triage,
+                                    cluster=cluster, page_size=args.page_size,
+                                    timeout=args.request_timeout).start())
 
 
 def _one_line(exc: BaseException) -> str:

@@ -16,8 +16,10 @@ from typing import Any
 from bot.config import ConfigError, load_config
 from bot.digest import (
     DEFAULT_STATS_WEEKS,
+    EVERYTHING,
     DigestError,
     PostError,
+    Scope,
     add_weeks,
     digest_text,
     last_full_week,
@@ -44,12 +46,14 @@ def register(subparsers: Any) -> None:
     digest.add_argument("--post", metavar="CHANNEL", nargs="?", const=CONFIGURED_CHANNEL,
                         help="post to this Slack channel (SLACK_BOT_TOKEN), once per week; "
                              "without CHANNEL, to the config's digest.channel")
+    add_scope_option(digest)
     add_db_option(digest)
     digest.set_defaults(func=run_digest)
 
     stats = subparsers.add_parser("stats", help="answers per cause for each recent week")
     stats.add_argument("--weeks", default=str(DEFAULT_STATS_WEEKS), metavar="N",
                        help=f"the last N weeks, this one included (default {DEFAULT_STATS_WEEKS})")
+    add_scope_option(stats)
     add_db_option(stats)
     stats.set_defaults(func=run_stats)
 
@@ -74,6 +78,18 @@ def register(subparsers: Any) -> None:
                        help="only count what would be deleted")
     add_db_option(prune)
     prune.set_defaults(func=run_prune)
+
+
+def add_scope_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cluster", metavar="NAME",
+                        help="only the answers about this cluster (as incidents record it: "
+                             "the name in clusters, else the cluster option or API URL)")
+
+
+def scope_of(args: argparse.Namespace) -> Scope:
+    if not args.cluster:
+        return EVERYTHING
+    return Scope(clusters=str(args.cluster).__eq__, label=f"cluster {args.cluster}")
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -167,7 +183,7 @@ def run_stats(args: argparse.Namespace) -> int:
         return _fail("stats", exc, EXIT_USAGE)
 
     def show(store: Store) -> int:
-        print(stats_text(store, weeks, datetime.now(UTC), timezone))
+        print(stats_text(store, weeks, datetime.now(UTC), timezone, scope_of(args)))
         return EXIT_OK
 
     return _with_store("stats", args.db, show)
@@ -188,7 +204,7 @@ def run_digest(args: argparse.Namespace) -> int:
 
     def send(store: Store) -> int:
         start = add_weeks(last_full_week(datetime.now(UTC), tz), 1 - weeks)
-        digest = load_digest(store, start, tz, weeks)
+        digest = load_digest(store, start, tz, weeks, scope_of(args))
         if post is None or channel is None:
             print(digest_text(digest))
             return EXIT_OK

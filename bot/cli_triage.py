@@ -14,15 +14,15 @@ from typing import Any
 from bot.blocks import verdict_blocks
 from bot.cli_cluster import add_cluster_options
 from bot.cli_store import add_db_option
-from bot.config import ConfigError, load_config
+from bot.config import BotConfig, ConfigError, load_config
 from bot.devices import devices_json, devices_terminal
 from bot.digest import digest_text, load_digest, load_timezone, week_start
+from bot.fleet import UnknownClusterError, build_fleet
 from bot.metrics import ANSWERS
 from bot.render import render_text
 from bot.sources import LiveSource, SnapshotSource, TriageSource
 from bot.store import RecordingStore, Store, StoreError, database_url
 from bot.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
-from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import RefError, parse_ref
 from triage.snapshot import SnapshotError
@@ -68,6 +68,8 @@ def _add_answer_options(parser: argparse.ArgumentParser) -> None:
                         help="read a dump directory instead of the live cluster")
     add_prometheus_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--cluster", metavar="NAME",
+                        help="one of the clusters in the GPUWHY_CONFIG file")
     add_cluster_options(parser)
 
 
@@ -89,8 +91,13 @@ def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdi
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        source = with_prometheus(_source(args, config.triage),
+        source = with_prometheus(_source(args, config),
                                  prometheus_settings(config.prometheus, args.prometheus))
+    except (UnknownClusterError, UsageError) as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except (SnapshotError, ClusterError) as exc:
+        return _fail(str(exc), EXIT_UNREADABLE)
+    try:
         return source, source.triage(ref)
     except (SnapshotError, ClusterError) as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
@@ -123,10 +130,23 @@ def run_devices(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _source(args: argparse.Namespace, config: TriageConfig) -> TriageSource:
+class UsageError(ValueError):
+    """Options that do not go together; the message says which."""
+
+
+def _source(args: argparse.Namespace, config: BotConfig) -> TriageSource:
+    if args.cluster:
+        if args.snapshot or args.kubeconfig or args.context:
+            raise UsageError("--cluster names where to read from: drop --snapshot, "
+                             "--kubeconfig and --context")
+        if not config.clusters:
+            raise UsageError(f"--cluster {args.cluster}: no clusters are configured "
+                             "(clusters in the GPUWHY_CONFIG file)")
+        return build_fleet(config, watch=False, only=args.cluster, page_size=args.page_size,
+                           timeout=args.request_timeout).source()
     if args.snapshot:
-        return SnapshotSource(args.snapshot, config)
-    return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config,
+        return SnapshotSource(args.snapshot, config.triage)
+    return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config.triage,
                       page_size=args.page_size, timeout=args.request_timeout)
 
 

@@ -364,6 +364,8 @@ def _reason(error: ErrorDetails) -> str:
         return "must be a whole number"
     if kind == "float_type":
         return "must be a number"
+    if kind == "bool_type":
+        return "must be true or false"
     if kind == "string_type":
         return "must be a string"
     if kind == "literal_error":

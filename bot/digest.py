@@ -123,6 +123,17 @@ class CauseTrend:
 
 
 @dataclass(frozen=True)
+class ClusterSection:
+    """One cluster's part of the digest: its answers and their causes, most frequent first."""
+
+    cluster: str
+    total: int
+    previous_total: int
+    causes: tuple[tuple[str, int], ...]
+    top_namespaces: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
 class Digest:
     key: str  # "2026-W48", or "2026-W45..2026-W48" for several weeks
     start: datetime  # local Monday 00:00
@@ -137,6 +148,8 @@ class Digest:
     repeat_offenders: tuple[tuple[str, int], ...]  # refs asked about more than once
     capacity: int  # answers that say "wait or add capacity"
     repair: int  # answers that say "repair the node"
+    # One per cluster when the period's answers come from more than one, busiest first.
+    clusters: tuple[ClusterSection, ...] = ()
 
     @property
     def first_time(self) -> tuple[str, ...]:
@@ -193,6 +206,7 @@ def compute_digest(
     previous_start = add_weeks(start, -weeks)
     current: list[StoredIncident] = []
     previous: Counter[str] = Counter()
+    previous_clusters: Counter[str] = Counter()
     known = set(seen_before)
     for incident in incidents:
         if start <= incident.created_at < end:
@@ -201,6 +215,7 @@ def compute_digest(
             known.add(incident.verdict.cause)
             if incident.created_at >= previous_start:
                 previous[incident.verdict.cause] += 1
+                previous_clusters[incident.cluster] += 1
     counts = Counter(incident.verdict.cause for incident in current)
     trends = sorted(
         (CauseTrend(cause, counts[cause], previous[cause], cause not in known)
@@ -223,7 +238,25 @@ def compute_digest(
         repeat_offenders=_ranked(Counter({ref: n for ref, n in refs.items() if n > 1})),
         capacity=sum(counts[cause] for cause in CAPACITY_CAUSES),
         repair=sum(counts[cause] for cause in REPAIR_CAUSES),
+        clusters=_cluster_sections(current, previous_clusters),
     )
+
+
+def _cluster_sections(current: list[StoredIncident],
+                      previous: Counter[str]) -> tuple[ClusterSection, ...]:
+    by_cluster: dict[str, list[StoredIncident]] = {}
+    for incident in current:
+        by_cluster.setdefault(incident.cluster, []).append(incident)
+    if len(by_cluster) < 2:
+        return ()
+    sections = []
+    for cluster, incidents in by_cluster.items():
+        causes = Counter(i.verdict.cause for i in incidents)
+        sections.append(ClusterSection(
+            cluster=cluster, total=len(incidents), previous_total=previous[cluster],
+            causes=tuple(sorted(causes.items(), key=lambda c: (-c[1], _cause_rank(c[0])))),
+            top_namespaces=_ranked(Counter(i.verdict.ref.partition("/")[0] for i in incidents))))
+    return tuple(sorted(sections, key=lambda section: (-section.total, section.cluster)))
 
 
 # Stats -------------------------------------------------------------------------------------
@@ -337,11 +370,14 @@ def stats_blocks(store: Store, weeks: int, now: datetime, timezone: str = "UTC",
                           table=_render("stats.txt.j2", stats=stats, scope=scope.label))
 
 
-def load_digest(store: Store, start: datetime, tz: ZoneInfo, weeks: int = 1) -> Digest:
-    """The digest of ``weeks`` weeks from ``start`` on, read from the store."""
+def load_digest(store: Store, start: datetime, tz: ZoneInfo, weeks: int = 1,
+                scope: Scope = EVERYTHING) -> Digest:
+    """The digest of ``weeks`` weeks from ``start`` on, read from the store (``scope``: only
+    the incidents it keeps, e.g. one cluster's)."""
     previous_start = add_weeks(start, -weeks)
+    incidents = store.incidents_between(previous_start, add_weeks(start, weeks))
     return compute_digest(
-        store.incidents_between(previous_start, add_weeks(start, weeks)), start, tz,
+        [i for i in incidents if scope.keeps(i)], start, tz,
         weeks=weeks, seen_before=store.causes_before(previous_start),
     )
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,6 +84,11 @@ class Fleet:
         if chosen not in self.sources:
             raise UnknownClusterError(chosen, self.names)
         return self.sources[chosen]
+
+    def wrapped(self, wrap: Callable[[TriageSource], TriageSource]) -> Fleet:
+        """The same clusters, each source wrapped (e.g. to add telemetry to its answers)."""
+        return Fleet({name: wrap(source) for name, source in self.sources.items()},
+                     self.default)
 
     def stop(self) -> None:
         for source in self.sources.values():

@@ -67,6 +67,7 @@ class _Readings(Collector):
         self._lock = threading.Lock()
         self._cache: Callable[[], CacheReading] | None = None
         self._waiting: Callable[[], int] | None = None
+        self._clusters: Callable[[], Mapping[str, bool]] | None = None
 
     def watch_cache(self, read: Callable[[], CacheReading] | None) -> None:
         with self._lock:
@@ -76,12 +77,24 @@ class _Readings(Collector):
         with self._lock:
             self._waiting = read
 
+    def clusters(self, read: Callable[[], Mapping[str, bool]] | None) -> None:
+        """Per configured cluster: can it answer now (set up, and its watch cache loaded)."""
+        with self._lock:
+            self._clusters = read
+
     def describe(self) -> Iterator[Metric]:
         return iter(())  # the families depend on what is registered at scrape time
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            cache, waiting = self._cache, self._waiting
+            cache, waiting, clusters = self._cache, self._waiting, self._clusters
+        if clusters is not None:
+            up = GaugeMetricFamily("gpuwhy_cluster_up",
+                                   "1 when the cluster can answer (set up, watch cache loaded)",
+                                   labels=["cluster"])
+            for name, ready in sorted(clusters().items()):
+                up.add_metric([name], 1.0 if ready else 0.0)
+            yield up
         if waiting is not None:
             yield GaugeMetricFamily(
                 "gpuwhy_incidents_waiting",

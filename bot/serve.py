@@ -84,6 +84,18 @@ def store_check(journal: IncidentJournal | None) -> Callable[[], Check]:
     return lambda: Check(True, store_status(journal))
 
 
+def cluster_state(source: TriageSource) -> str:
+    """"ready", "loading" (a watch cache's first lists), or "unavailable: why"."""
+    if isinstance(source, UnavailableSource):
+        return f"unavailable: {source.reason}"
+    return "ready" if source_ready(source) else "loading"
+
+
+def clusters_up(fleet: Fleet) -> dict[str, bool]:
+    """For the gpuwhy_cluster_up gauge: which clusters can answer now."""
+    return {name: cluster_state(source) == "ready" for name, source in fleet.sources.items()}
+
+
 def readiness_checks(fleet: Fleet) -> dict[str, Callable[[], Check]]:
     """/readyz lines: one per cluster, and for several clusters a first line that is ready as
     long as one cluster answers. A cluster that is down or still loading is said on its line
@@ -91,17 +103,12 @@ def readiness_checks(fleet: Fleet) -> dict[str, Callable[[], Check]]:
     if not fleet.several:
         return {"cluster": cluster_check(fleet.source())}
 
-    def state(source: TriageSource) -> str:
-        if isinstance(source, UnavailableSource):
-            return f"unavailable: {source.reason}"
-        return "ready" if source_ready(source) else "loading"
-
     def answering() -> Check:
-        ready = [name for name, source in fleet.sources.items() if state(source) == "ready"]
+        ready = [name for name, up in clusters_up(fleet).items() if up]
         return Check(bool(ready), f"{len(ready)} of {len(fleet.sources)} answering")
 
     def line(source: TriageSource) -> Callable[[], Check]:
-        return lambda: Check(True, state(source))
+        return lambda: Check(True, cluster_state(source))
 
     return {"clusters": answering,
             **{f"cluster {name}": line(source) for name, source in fleet.sources.items()}}

@@ -145,3 +145,56 @@ def test_every_command_that_reads_the_config_stops_with_one_line(
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err
     assert "triage.gpu_resources = 'nvidia.com/gpu': must be a list" in captured.err
     assert not (tmp_path / "store.db").exists()
+
+
+ISSUE_CLUSTERS = """\
+clusters:
+  prod:     {kubeconfig: /etc/gpuwhy/prod.yaml, context: prod-admin}
+  research: {in_cluster: true}
+  lab:      {snapshot: /data/lab-dump}
+default_cluster: prod
+channels:
+  C0RESEARCH: {cluster: research, namespaces: ["*"]}
+  C0ML: [ml]
+"""
+
+
+def test_several_clusters_as_written(tmp_path: Path) -> None:
+    config = _load(tmp_path, ISSUE_CLUSTERS)
+    assert [(name, where.kind) for name, where in config.clusters.items()] == [
+        ("prod", "kubeconfig"), ("research", "in-cluster"), ("lab", "snapshot")]
+    assert config.clusters["prod"].context == "prod-admin"
+    assert (config.channel_cluster("C0RESEARCH"), config.channel_cluster("C0ML")) == (
+        "research", "prod")
+    assert config.cluster_allowed("C0RESEARCH", "research")
+    assert not config.cluster_allowed("C0RESEARCH", "prod")
+    assert config.cluster_allowed("C0ML", "lab")  # the list form: any cluster
+    assert config.namespace_allowed("C0ML", "ml") and not config.namespace_allowed("C0ML", "x")
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("clusters: {prod: {}}\n",
+     "clusters.prod = {}: give exactly one of kubeconfig (with context), in_cluster: true, "
+     "snapshot (found none)"),
+    ("clusters: {prod: {snapshot: /x, in_cluster: true}}\n",
+     "clusters.prod = {'snapshot': '/x', 'in_cluster': True}: give exactly one of kubeconfig "
+     "(with context), in_cluster: true, snapshot (found in_cluster, snapshot)"),
+    ("clusters: {Prod: {snapshot: /x}}\n",
+     "clusters: key 'Prod': not a cluster name (lower case letters, digits, -)"),
+    ("clusters: {prod: {snapshot: /x, kubeconfg: /y}}\n", "clusters.prod.kubeconfg: unknown key"),
+    ("clusters: {prod: {in_cluster: 'yes'}}\n",
+     "clusters.prod.in_cluster = 'yes': must be true or false"),
+    ("clusters: [prod]\n", "clusters = ['prod']: must be a mapping (key: value)"),
+    ("default_cluster: prod\n", "default_cluster = 'prod': no clusters are configured"),
+    ("clusters: {a: {snapshot: /x}}\ndefault_cluster: b\n",
+     "default_cluster = 'b': not one of clusters (a)"),
+    ("clusters: {a: {snapshot: /x}}\nchannels: {C1: {cluster: b}}\n",
+     "channels.C1.cluster = 'b': not one of clusters (a)"),
+    ("clusters: {a: {snapshot: /x}}\nchannels: {C1: {clusters: [a, c]}}\n",
+     "channels.C1.clusters = 'c': not one of clusters (a)"),
+    ("channels: {C1: {namespaces: [ml], clusterz: a}}\n", "channels.C1.clusterz: unknown key"),
+    ("channels: {C1: {namespaces: research}}\n",
+     "channels.C1.namespaces = 'research': must be a list, not a string (write [research])"),
+])
+def test_cluster_mistakes_are_one_line(text: str, problem: str, tmp_path: Path) -> None:
+    assert _error(tmp_path, text) == problem

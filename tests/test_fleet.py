@@ -3,25 +3,34 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
+import yaml
 from test_slack_app import CHANNEL, TRIAGED_AT, ack_text, ask, make_app, wait_until
 
+from bot.cli import main
 from bot.config import BotConfig, ChannelAccess, ClusterSource
+from bot.digest import Scope, digest_blocks, digest_text, load_digest
 from bot.fleet import Fleet, UnknownClusterError, build_fleet, split_cluster
-from bot.serve import readiness_checks
-from bot.sources import WatchSource
+from bot.metrics import READINGS
+from bot.metrics import page as metrics_page
+from bot.serve import clusters_up, readiness_checks
+from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store, StoredIncident
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI
-from tests.slackfake import FakeSlack
-from triage.refs import PodRef
+from tests.slackfake import FakeSlack, ServeProcess, command_body, http, sign
+from triage.refs import PodRef, parse_ref
 
 EXTRA = Path(__file__).parent / "fixtures" / "scenarios-extra"
 RESEARCH_CHANNEL, LAB_CHANNEL, ALL_CHANNEL = "C0RESEARCH", "C0LAB", "C0ALL"
+SECRET = "0a4d55a8d778e5022fab701977c5d840"
 
 
 @dataclass
@@ -239,3 +248,126 @@ class FixedName:
 
     def as_of(self) -> None:
         return None
+
+
+# --- the terminal: gpuwhy triage --cluster, stats / digest --cluster ---------------------------
+
+def config_file(tmp_path: Path, config: BotConfig) -> Path:
+    """The YAML an operator writes for ``config``'s clusters and default."""
+    clusters = {name: {k: v for k, v in vars(where).items() if v not in (None, False)}
+                for name, where in config.clusters.items()}
+    path = tmp_path / "gpuwhy.yaml"
+    path.write_text(yaml.safe_dump({"clusters": clusters,
+                                    "default_cluster": config.default_cluster}))
+    return path
+
+
+def test_cli_triage_reads_the_named_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeKubeAPI(SCENARIOS / "seven-states") as prod, \
+            FakeKubeAPI(SCENARIOS / "hami-sharing") as research:
+        path = config_file(tmp_path, fleet_config(tmp_path, prod, research))
+        monkeypatch.setenv("GPUWHY_CONFIG", str(path))
+        db = f"sqlite:///{tmp_path / 'cli.db'}"
+        assert main(["triage", "hami/needs-40g", "--cluster", "research", "--db", db]) == 0
+        assert capsys.readouterr().out.startswith("🧮 device-unfit — hami/needs-40g\n")
+        assert main(["triage", "lab/drained-holder", "--cluster", "lab", "--db", db]) == 0
+        assert capsys.readouterr().out.startswith("✅ scheduled — lab/drained-holder\n")
+        assert not any("needs-40g" in r.path for r in prod.requests)
+    assert main(["triage", "research/full", "--cluster", "staging"]) == 2
+    assert capsys.readouterr().err == (
+        "gpuwhy: There is no cluster `staging`. Known clusters: lab, prod, research.\n")
+    assert main(["triage", "research/full", "--cluster", "lab", "--snapshot", "x"]) == 2
+    assert "drop --snapshot" in capsys.readouterr().err
+    assert main(["stats", "--db", db, "--cluster", "lab", "--weeks", "1"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0] == "gpuwhy answers per week (UTC) · cluster lab"
+    assert table[-2].split() == ["total", "1"]
+
+
+def test_cli_triage_of_an_unreachable_cluster_is_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    with FakeKubeAPI(SCENARIOS / "seven-states") as prod, FakeKubeAPI() as gone:
+        pass  # both stopped: their ports refuse connections
+    path = config_file(tmp_path, fleet_config(tmp_path, prod, gone))
+    monkeypatch.setenv("GPUWHY_CONFIG", str(path))
+    assert main(["triage", "research/full", "--cluster", "prod", "--no-record"]) == 3
+    err = capsys.readouterr().err
+    assert err == (f"gpuwhy: Cannot reach the Kubernetes API server at {prod.url}: "
+                   "connection refused.\n")
+
+
+def test_the_digest_has_one_section_per_cluster(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'digest.db'}")
+    store.upgrade()
+    seven = SnapshotSource(SCENARIOS / "seven-states")
+    hami = SnapshotSource(SCENARIOS / "hami-sharing")
+    monday = datetime(2026, 11, 23, tzinfo=ZoneInfo("UTC"))  # the week before TRIAGED_AT
+    for n, (cluster, source, ref) in enumerate([
+            ("prod", seven, "research/full"), ("prod", seven, "research/big"),
+            ("prod", seven, "research/full"), ("research", hami, "hami/needs-40g")]):
+        store.record(source.triage(parse_ref(ref)), cluster=cluster, asked_by="U0BOB",
+                     source="slack", channel=ALL_CHANNEL, message_ts=f"1.{n}",
+                     at=monday + timedelta(hours=10 + n))
+    digest = load_digest(store, monday, ZoneInfo("UTC"))
+    text = digest_text(digest)
+    assert ("Per cluster\n"
+            "  prod: 3 answers (0 before) · exhausted 2, too-large 1 · top namespaces "
+            "research 3\n"
+            "  research: 1 answer (0 before) · device-unfit 1 · top namespaces hami 1\n") in text
+    sections = [b["text"]["text"] for b in digest_blocks(digest)
+                if b["type"] == "section" and "text" in b
+                and b["text"]["text"].startswith("*Cluster ")]
+    assert sections == [
+        "*Cluster prod* · 3 answers, 0 the week before\n⏳ `exhausted` 2\n⛔ `too-large` 1\n"
+        "_top namespaces:_ research 3",
+        "*Cluster research* · 1 answer, 0 the week before\n🧮 `device-unfit` 1\n"
+        "_top namespaces:_ hami 1"]
+    only = load_digest(store, monday, ZoneInfo("UTC"),
+                       scope=Scope(clusters="research".__eq__, label="cluster research"))
+    assert (only.total, only.clusters) == (1, ())
+
+
+def test_serve_answers_for_every_configured_cluster(tmp_path: Path, slack: FakeSlack) -> None:
+    with FakeKubeAPI(SCENARIOS / "seven-states") as prod, FakeKubeAPI() as gone:
+        pass  # research's server is gone: it stays "loading", prod and lab answer
+    with FakeKubeAPI(SCENARIOS / "seven-states") as prod:
+        config = fleet_config(tmp_path, prod, gone)
+        path = config_file(tmp_path, config)
+        served = ServeProcess([], {
+            "SLACK_BOT_TOKEN": "xoxb-fleet", "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": slack.api_url, "GPUWHY_CONFIG": str(path),
+            "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}"}, verbose=True)
+        try:
+            port = served.port()
+            deadline = time.monotonic() + 20
+            while (ready := http(port, "/readyz"))[0] != 200:
+                assert time.monotonic() < deadline, ready
+                time.sleep(0.05)
+            lines = ready[1].splitlines()
+            assert lines[:2] == ["ready", "clusters: 2 of 3 answering"]
+            assert set(lines[2:]) == {"cluster prod: ready", "cluster research: loading",
+                                      "cluster lab: ready"}
+            body = command_body("lab lab/drained-holder", response_url=slack.response_url())
+            assert http(port, "/slack/events", body, {
+                "Content-Type": "application/x-www-form-urlencoded",
+                **sign(SECRET, body)}) == (200, "")
+            [post] = slack.wait_for("chat.postMessage")
+            # The dump is as old as the repository's copy of it: the byline may date it.
+            assert post.params["blocks"][1]["elements"][0]["text"].startswith(
+                "asked by <@U0ALICE> · cluster *lab*")
+        finally:
+            assert served.stop() == 0
+
+
+def test_the_cluster_up_gauge(clusters: Clusters) -> None:
+    READINGS.clusters(lambda: clusters_up(clusters.fleet))
+    try:
+        page = metrics_page().decode()
+    finally:
+        READINGS.clusters(None)
+    assert 'gpuwhy_cluster_up{cluster="prod"} 1.0' in page
+    assert 'gpuwhy_cluster_up{cluster="lab"} 1.0' in page
+    assert 'gpuwhy_cluster_up{cluster="broken"} 0.0' in page
