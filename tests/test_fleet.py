@@ -349,7 +349,7 @@ def test_serve_answers_for_every_configured_cluster(tmp_path: Path, slack: FakeS
             lines = ready[1].splitlines()
             assert lines[:2] == ["ready", "clusters: 2 of 3 answering"]
             assert set(lines[2:]) == {"cluster prod: ready", "cluster research: loading",
-                                      "cluster lab: ready"}
+                                      "cluster lab: ready", "store: ok"}
             body = command_body("lab lab/drained-holder", response_url=slack.response_url())
             assert http(port, "/slack/events", body, {
                 "Content-Type": "application/x-www-form-urlencoded",

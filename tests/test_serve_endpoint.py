@@ -5,6 +5,7 @@ readiness."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import urllib.parse
@@ -14,8 +15,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from slack_bolt import App
-from test_slack_app import CHANNEL, SECRET, make_app, simple_source, web_calls
+from test_slack_app import CHANNEL, SECRET, make_app, simple_source, wait_until, web_calls
 
 from bot.app import bolt_app, slack_client
 from bot.config import BotConfig
@@ -144,11 +146,15 @@ def test_bad_signatures_are_refused_with_401_and_no_action(slack: FakeSlack) -> 
         slack.wait_for("chat.postMessage")
 
 
-def test_a_retried_event_through_the_endpoint_is_answered_once(slack: FakeSlack) -> None:
+def test_a_retried_event_through_the_endpoint_is_answered_once(
+        slack: FakeSlack, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="bot.listeners.state")
     with serving(make_app(slack, simple_source())) as port:
         command = command_body("research/full", response_url=slack.response_url())
         assert post(port, command, **signed(command)) == (200, "")
         ts = slack.wait_for("chat.postMessage")[0].answer["ts"]
+        # The thread is an answer once it is remembered, a moment after the post returns.
+        wait_until(lambda: f"ts {ts}" in caplog.text or None)
         event = json.dumps(message_event("show devices", thread_ts=ts, event_id="EvRetry"))
         statuses = [post(port, event, "application/json", **signed(event), **retry)[0]
                     for retry in ({}, {"X-Slack-Retry-Num": "1",
