@@ -118,6 +118,8 @@ class PodClaim:
     problem_field: str = ""
     allocated_nodes: Mapping[str, Any] | None = None  # status.allocation.nodeSelector
     allocated_devices: tuple[DeviceKey, ...] = ()
+    # What the claim asks that gpuwhy does not judge: (field, what), e.g. claim constraints.
+    unmodelled: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -323,9 +325,20 @@ class Inventory:
                         problem_field="spec.resourceClaims[]")
 
     def _fill(self, resolved: PodClaim, claim_spec: Mapping[str, Any], claim_label: str) -> None:
-        for raw in (claim_spec.get("devices") or {}).get("requests") or []:
+        devices = claim_spec.get("devices") or {}
+        if devices.get("constraints"):
+            resolved.unmodelled.append(("spec.devices.constraints",
+                                        "constraints between devices (matchAttribute)"))
+        for raw in devices.get("requests") or []:
             if not isinstance(raw, Mapping):
                 continue
+            for sub in [raw.get("exactly") or {}, *(raw.get("firstAvailable") or [])]:
+                if isinstance(sub, Mapping) and sub.get("capacity"):
+                    resolved.unmodelled.append((f"spec.devices.requests[{raw.get('name')}]",
+                                                "capacity requests (shared devices)"))
+                if isinstance(sub, Mapping) and sub.get("tolerations"):
+                    resolved.unmodelled.append((f"spec.devices.requests[{raw.get('name')}]",
+                                                "device taint tolerations"))
             request = _request(claim_label, raw)
             resolved.requests.append(request)
             for alternative in request.alternatives:
@@ -671,6 +684,17 @@ class ClaimSet:
     @property
     def problems(self) -> list[PodClaim]:
         return [c for c in self.claims if c.problem is not None]
+
+    @property
+    def unmodelled(self) -> list[tuple[str, str, str]]:
+        """(object, field, what) the fit did not judge: then the scheduler's word stands."""
+        found = [(c.source, where, what) for c in self.claims for where, what in c.unmodelled]
+        shared = [s for s in self.inventory.slices for d in _slice_devices(s)
+                  if d.raw.get("taints") or d.raw.get("allowMultipleAllocations")]
+        if shared:
+            found.append((f"ResourceSlice {object_key(shared[0])[1]}", "spec.devices[]",
+                          "device taints or shared devices (allowMultipleAllocations)"))
+        return found
 
     @property
     def asks_gpu(self) -> bool:

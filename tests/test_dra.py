@@ -291,3 +291,24 @@ def test_the_dump_without_dra_json_reads_as_no_dra_objects(tmp_path: Path) -> No
     verdict = triage(Snapshot.from_dir(tmp_path), parse_ref("vision/pinned-a"))
     assert verdict.cause == "other-constraint"
     assert "does not exist" in verdict.action  # its generated claim is gone with dra.json
+
+
+def test_what_gpuwhy_does_not_judge_leaves_the_scheduler_s_word(dra: Lists) -> None:
+    # Without its selector pinned-a fits dra-a100-2 GPU-wise, while the recorded message says
+    # "1 cannot allocate all claims": with claims gpuwhy judges fully, that is stale ...
+    pod = find(dra["pods"], "pinned-a", "vision")
+    del pod["spec"]["nodeSelector"]
+    judged = _answer(dra, "vision/pinned-a")
+    assert judged.cause == "other-constraint"
+    assert "the cluster has changed since" in judged.action
+    # ... but a matchAttribute constraint is not judged: then the scheduler's word stands.
+    claim = _dra(dra, "ResourceClaim", "pinned-a-gpu-")
+    claim["spec"]["devices"]["constraints"] = [
+        {"matchAttribute": "gpu.nvidia.com/productName", "requests": ["gpu"]}]
+    unjudged = _answer(dra, "vision/pinned-a")
+    assert unjudged.cause == "other-constraint"
+    assert "rejects the pod for something else: 1 cannot allocate all claims" in unjudged.action
+    assert "does not judge constraints between devices (matchAttribute)" in unjudged.action
+    assert ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.constraints",
+            "constraints between devices (matchAttribute): not judged by gpuwhy") in [
+        (e.object, e.field, e.value) for e in unjudged.evidence]

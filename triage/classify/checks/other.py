@@ -57,7 +57,7 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
     if message is None:
         action = (f"GPU-wise {fitting} fit and the scheduler has seen the pod, but it has not "
                   "bound it yet. Look at the pod's events for what it waits on.")
-    elif (others := _other_reasons(message, subject.config)) is None:
+    elif (others := _other_reasons(message, subject.config, _judged(subject))) is None:
         scheduler = subject.spec.get("schedulerName") or "default-scheduler"
         action = (f"GPU-wise {fitting} fit now; the scheduler's last word is only about GPUs, "
                   "taints or selectors, so the cluster has changed since and it will retry by "
@@ -66,20 +66,33 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
         action = (f"GPU-wise {fitting} fit, but the scheduler rejects the pod for something "
                   f"else: {others}. Fix what it names (cpu, memory, pod affinity, volumes, "
                   "topology spread).")
-    return Finding(Cause.OTHER_CONSTRAINT, action, scheduler_evidence(subject))
+    unjudged = subject.dra.unmodelled if subject.dra is not None else []
+    if unjudged:
+        action += (" gpuwhy does not judge " + ", ".join(dict.fromkeys(w for _, _, w in unjudged))
+                   + ", so the scheduler's word on the claims stands.")
+    return Finding(Cause.OTHER_CONSTRAINT, action, scheduler_evidence(subject) + [
+        Evidence(obj, where, f"{what}: not judged by gpuwhy") for obj, where, what in unjudged[:3]])
 
 
-# "dra" (cannot allocate all claims) too: the funnel has judged the claims from the objects.
-_FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption", "dra")
+_FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption")
 
 
-def _other_reasons(message: str, config: TriageConfig) -> str | None:
+def _judged(subject: Subject) -> tuple[str, ...]:
+    """The scheduler's reason kinds the funnel has checked itself: DRA's ("cannot allocate all
+    claims") too, unless the claims ask for something gpuwhy does not judge."""
+    if subject.dra is not None and not subject.dra.unmodelled:
+        return (*_FUNNEL_REASONS, "dra")
+    return _FUNNEL_REASONS
+
+
+def _other_reasons(message: str, config: TriageConfig,
+                   judged: tuple[str, ...] = _FUNNEL_REASONS) -> str | None:
     """The scheduler's reasons that are not about GPUs, taints or selectors (which the funnel
     has checked itself); the whole message when it cannot be parsed; None when none is left."""
     parsed = parse_failed_scheduling(message)
     if not parsed.reasons:
         return message
-    others = [r for r in parsed.reasons if r.kind not in _FUNNEL_REASONS
+    others = [r for r in parsed.reasons if r.kind not in judged
               and not (r.kind.startswith("insufficient:")
                        and config.is_gpu_related(r.kind.partition(":")[2]))]
     if not others:
