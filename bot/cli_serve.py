@@ -29,6 +29,7 @@ from bot.metrics import READINGS
 from bot.serve import (
     EVENTS_PATH,
     HEALTH_PATH,
+    METRICS_PATH,
     READY_PATH,
     Readiness,
     SlackEndpoint,
@@ -37,6 +38,7 @@ from bot.serve import (
     http_routes,
     readiness_checks,
     store_check,
+    watch_caches,
 )
 from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store, StoreError, database_url
@@ -67,7 +69,7 @@ def register(subparsers: Any) -> None:
                     "SLACK_BOT_TOKEN is always needed; SLACK_API_URL overrides the Web API URL.")
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
-                        help=f"HTTP port for Slack and {HEALTH_PATH} / {READY_PATH} "
+                        help=f"HTTP port for Slack, {HEALTH_PATH}, {READY_PATH} and {METRICS_PATH} "
                              f"(default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--snapshot", metavar="DIR",
                         help="answer from a dump directory instead of the live cluster")
@@ -103,6 +105,7 @@ def run_serve(args: argparse.Namespace) -> int:
         readiness = Readiness({**readiness_checks(fleet), "store": store_check(journal)})
         serving = fleet
         READINGS.clusters(lambda: clusters_up(serving))
+        READINGS.watch_caches(lambda: watch_caches(serving))
         server = HTTPServer(args.host, args.port,
                             http_routes(slack=endpoint, readiness=readiness))
         handler = SocketModeHandler(app, app_token) if app_token else None
@@ -122,7 +125,7 @@ def run_serve(args: argparse.Namespace) -> int:
     threading.Thread(target=server.serve_forever, name="gpuwhy-http", daemon=True).start()
     mode = "Socket Mode" if handler is not None else f"HTTP, POST {EVENTS_PATH}"
     print(f"gpuwhy serve: {mode}; listening on http://{args.host}:{server.port} "
-          f"(GET {HEALTH_PATH}, {READY_PATH}); "
+          f"(GET {HEALTH_PATH}, {READY_PATH}, {METRICS_PATH}); "
           f"cluster{'s' if fleet.several else ''} {', '.join(fleet.names)}", file=sys.stderr,
           flush=True)
     try:
@@ -213,7 +216,8 @@ def _fleet(args: argparse.Namespace, config: BotConfig) -> Fleet:
     cluster = "" if config.cluster == BotConfig.cluster else config.cluster
     return Fleet.single(WatchSource(args.kubeconfig, args.context, config.triage,
                                     cluster=cluster, page_size=args.page_size,
-                                    timeout=args.request_timeout).start())
+                                    timeout=args.request_timeout,
+                                    stale_after=config.watch.stale_after_seconds).start())
 
 
 def _one_line(exc: BaseException) -> str:

@@ -219,6 +219,15 @@ EVERY_CHANNEL = ChannelAccess()
 
 
 @dataclass(frozen=True)
+class WatchSettings:
+    """The watch cache of `gpuwhy serve`: not heard from the API server for longer than this,
+    it is not ready (/readyz 503) and answers say how old their nodes and pods are."""
+
+    __pydantic_config__ = STRICT_SECTION
+    stale_after_seconds: Annotated[Integer, Field(ge=10, le=3600)] = 120
+
+
+@dataclass(frozen=True)
 class BotConfig:
     __pydantic_config__ = STRICT_SECTION
     cluster: Text = "default"
@@ -232,6 +241,7 @@ class BotConfig:
     channels: Mapping[ChannelId, ChannelValue] = field(default_factory=dict)
     digest: DigestSchedule = field(default_factory=DigestSchedule)
     prometheus: PrometheusConfig = field(default_factory=PrometheusConfig)
+    watch: WatchSettings = field(default_factory=WatchSettings)
     # name -> where it is read from; empty: the one cluster of --kubeconfig / --snapshot.
     clusters: Mapping[ClusterName, CheckedClusterSource] = field(default_factory=dict)
     default_cluster: ClusterName | None = None

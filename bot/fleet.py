@@ -127,7 +127,7 @@ def _is_ref(text: str) -> bool:
 # -- building the registry from the configuration (I/O: kubeconfigs, dump directories) --------
 
 def _build_one(name: str, where: ClusterSource, triage_config: TriageConfig, *, watch: bool,
-               page_size: int, timeout: float) -> TriageSource:
+               page_size: int, timeout: float, stale_after: float) -> TriageSource:
     """One cluster's source; a cluster that cannot be set up becomes an UnavailableSource."""
     try:
         if where.snapshot is not None:
@@ -136,7 +136,8 @@ def _build_one(name: str, where: ClusterSource, triage_config: TriageConfig, *, 
                                      in_cluster=where.in_cluster)
         if watch:
             return WatchSource(config=triage_config, api_client=api_client, cluster=name,
-                               page_size=page_size, timeout=timeout).start()
+                               page_size=page_size, timeout=timeout,
+                               stale_after=stale_after).start()
         return LiveSource(config=triage_config, api_client=api_client, cluster=name,
                           page_size=page_size, timeout=timeout)
     except (ClusterError, SnapshotError) as exc:
@@ -155,7 +156,7 @@ def build_fleet(config: BotConfig, *, watch: bool, page_size: int = DEFAULT_PAGE
         raise UnknownClusterError(only, config.clusters)
     def build(item: tuple[str, ClusterSource]) -> TriageSource:
         return _build_one(*item, config.triage, watch=watch, page_size=page_size,
-                          timeout=timeout)
+                          timeout=timeout, stale_after=config.watch.stale_after_seconds)
 
     with ThreadPoolExecutor(max(1, min(8, len(wanted))),
                             thread_name_prefix="gpuwhy-cluster") as pool:

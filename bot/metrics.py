@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -65,13 +67,14 @@ class _Readings(Collector):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cache: Callable[[], CacheReading] | None = None
+        self._caches: Callable[[], Mapping[str, CacheReading]] | None = None
         self._waiting: Callable[[], int] | None = None
         self._clusters: Callable[[], Mapping[str, bool]] | None = None
 
-    def watch_cache(self, read: Callable[[], CacheReading] | None) -> None:
+    def watch_caches(self, read: Callable[[], Mapping[str, CacheReading]] | None) -> None:
+        """Per cluster: its watch cache."""
         with self._lock:
-            self._cache = read
+            self._caches = read
 
     def incidents_waiting(self, read: Callable[[], int] | None) -> None:
         with self._lock:
@@ -87,7 +90,7 @@ class _Readings(Collector):
 
     def collect(self) -> Iterator[Metric]:
         with self._lock:
-            cache, waiting, clusters = self._cache, self._waiting, self._clusters
+            caches, waiting, clusters = self._caches, self._waiting, self._clusters
         if clusters is not None:
             up = GaugeMetricFamily("gpuwhy_cluster_up",
                                    "1 when the cluster can answer (set up, watch cache loaded)",
@@ -100,19 +103,60 @@ class _Readings(Collector):
                 "gpuwhy_incidents_waiting",
                 "Answers given but not stored yet (the store refused them; retried)",
                 value=waiting())
-        if cache is None:
+        if caches is None:
             return
-        reading = cache()
-        if reading.age_seconds is not None:
-            yield GaugeMetricFamily(
-                "gpuwhy_watch_cache_age_seconds",
-                "Seconds since the watch cache last heard from the API server",
-                value=reading.age_seconds)
+        readings = sorted(caches().items())
+        age = GaugeMetricFamily("gpuwhy_watch_cache_age_seconds",
+                                "Seconds since the watch cache last heard from the API server",
+                                labels=["cluster"])
         objects = GaugeMetricFamily("gpuwhy_watch_cache_objects",
-                                    "Objects held in the watch cache, by kind", labels=["kind"])
-        for kind, count in sorted(reading.objects.items()):
-            objects.add_metric([kind], count)
+                                    "Objects held in the watch cache, by cluster and kind",
+                                    labels=["cluster", "kind"])
+        for cluster, reading in readings:
+            if reading.age_seconds is not None:
+                age.add_metric([cluster], reading.age_seconds)
+            for kind, count in sorted(reading.objects.items()):
+                objects.add_metric([cluster, kind], count)
+        yield age
         yield objects
+
+
+def count_kubernetes_requests(api_client: Any) -> Any:
+    """``api_client`` (a kubernetes ApiClient) with every request counted in
+    gpuwhy_kubernetes_api_requests: all of gpuwhy's requests go through its call_api."""
+    if getattr(api_client, "_gpuwhy_counted", False):
+        return api_client
+    call_api = api_client.call_api
+
+    def counted(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        resource = resource_of(url)
+        try:
+            response = call_api(method, url, *args, **kwargs)
+        except Exception as exc:
+            KUBERNETES_REQUESTS.labels(resource, str(getattr(exc, "status", None) or 0)).inc()
+            raise
+        KUBERNETES_REQUESTS.labels(resource, str(response.status)).inc()
+        return response
+
+    api_client.call_api = counted
+    api_client._gpuwhy_counted = True
+    return api_client
+
+
+def resource_of(url: str) -> str:
+    """The resource a request is about, as RBAC names it: "pods", "deployments.apps",
+    "resourceslices.resource.k8s.io"; the path itself for the rest ("/version")."""
+    path = urlsplit(url).path
+    parts = [part for part in path.split("/") if part]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, rest = parts[1], parts[3:]
+    else:
+        return path or "/"
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return f"{rest[0]}.{group}" if group else rest[0]
 
 
 READINGS = _Readings()

@@ -20,11 +20,13 @@ from slack_bolt.adapter.wsgi import SlackRequestHandler
 from slack_bolt.request.internals import extract_content_type, parse_body
 from slack_sdk import WebClient
 
+from bot import metrics
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
 from bot.fleet import Fleet, UnavailableSource
 from bot.journal import IncidentJournal, store_status
-from bot.sources import TriageSource
+from bot.metrics import CacheReading
+from bot.sources import TriageSource, WatchSource
 from bot.store import Store
 from bot.web import Request, Response, Routes, plain
 
@@ -33,6 +35,7 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
 SIGNATURE_WINDOW_S = 300  # Slack's: a request older or newer than this is refused
 _TIMESTAMP = re.compile(r"[0-9]{1,12}")
 _SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
@@ -71,8 +74,15 @@ class Readiness:
         return Response(200 if ready else 503, "\n".join(lines) + "\n")
 
 
+def metrics_page(request: Request) -> Response:
+    """Prometheus' text format: every gpuwhy metric (bot.metrics.REGISTRY)."""
+    return Response(200, metrics.page(), metrics.CONTENT_TYPE)
+
+
 def cluster_check(source: object) -> Callable[[], Check]:
     def check() -> Check:
+        if isinstance(source, WatchSource) and (stale := source.staleness()) is not None:
+            return Check(False, stale)
         if source_ready(source):
             return Check(True, "ready")
         return Check(False, "loading (the watch cache has not listed nodes and pods yet)")
@@ -88,7 +98,15 @@ def cluster_state(source: TriageSource) -> str:
     """"ready", "loading" (a watch cache's first lists), or "unavailable: why"."""
     if isinstance(source, UnavailableSource):
         return f"unavailable: {source.reason}"
+    if isinstance(source, WatchSource) and (stale := source.staleness()) is not None:
+        return stale
     return "ready" if source_ready(source) else "loading"
+
+
+def watch_caches(fleet: Fleet) -> dict[str, CacheReading]:
+    """For the watch cache gauges: each cluster's cache (clusters read from a dump have none)."""
+    return {name: source.cache_reading() for name, source in fleet.sources.items()
+            if isinstance(source, WatchSource)}
 
 
 def clusters_up(fleet: Fleet) -> dict[str, bool]:
@@ -184,6 +202,7 @@ def http_routes(*, slack: SlackEndpoint | None, readiness: Readiness) -> Routes:
     routes: dict[tuple[str, str], WSGIApplication] = {
         ("GET", HEALTH_PATH): plain(healthz),
         ("GET", READY_PATH): plain(readiness.respond),
+        ("GET", METRICS_PATH): plain(metrics_page),
     }
     if slack is not None:  # in Socket Mode Slack's requests come over the websocket
         routes["POST", EVENTS_PATH] = slack

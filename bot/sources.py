@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
 from kubernetes.client import ApiClient
 
-from bot.metrics import TRIAGE_SECONDS
+from bot.metrics import TRIAGE_SECONDS, CacheReading, count_kubernetes_requests
 from scoring.summary import log_lines
 from triage.classify import triage
 from triage.cluster import (
@@ -88,7 +88,8 @@ class LiveSource:
                  config: TriageConfig = DEFAULT_CONFIG, *, api_client: ApiClient | None = None,
                  cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
                  timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.api_client = api_client or load_api_client(kubeconfig, context)
+        self.api_client = count_kubernetes_requests(
+            api_client or load_api_client(kubeconfig, context))
         self.cluster = cluster or server_url(self.api_client)
         self.config = config
         self.page_size = page_size
@@ -121,12 +122,17 @@ class WatchSource:
                  config: TriageConfig = DEFAULT_CONFIG, *, api_client: ApiClient | None = None,
                  cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
                  timeout: float = DEFAULT_TIMEOUT, watch_seconds: int = 300,
-                 retry_delay: float = 2.0) -> None:
-        api_client = api_client or load_api_client(kubeconfig, context)
+                 retry_delay: float = 2.0, stale_after: float = 120.0) -> None:
+        api_client = count_kubernetes_requests(api_client or load_api_client(kubeconfig,
+                                                                             context))
         self.cluster = cluster or server_url(api_client)
         self.config = config
+        self.stale_after = stale_after
+        # Each watch is renewed well within the window, so a quiet cluster (no events, no
+        # bookmarks) still proves the API server is there.
         self.cache = WatchCache(api_client, timeout=timeout, page_size=page_size,
-                                watch_seconds=watch_seconds, retry_delay=retry_delay)
+                                watch_seconds=max(1, min(watch_seconds, int(stale_after / 2))),
+                                retry_delay=retry_delay)
 
     def start(self) -> WatchSource:
         self.cache.start()
@@ -136,7 +142,19 @@ class WatchSource:
         self.cache.stop()
 
     def ready(self) -> bool:
-        return self.cache.ready
+        """Listed, and heard from the API server within ``stale_after`` seconds."""
+        return self.cache.ready and self.staleness() is None
+
+    def staleness(self) -> str | None:
+        """Why a listed cache no longer counts as current, for /readyz; None while it does."""
+        age = self.cache.age()
+        if not self.cache.ready or (age is not None and age <= self.stale_after):
+            return None
+        return (f"stale: the API server last answered the watch cache {age or 0:.0f} s ago "
+                f"(more than {self.stale_after:g} s)")
+
+    def cache_reading(self) -> CacheReading:
+        return CacheReading(self.cache.age(), self.cache.counts())
 
     def wait_ready(self, timeout: float) -> bool:
         return self.cache.wait_ready(timeout)
@@ -146,4 +164,9 @@ class WatchSource:
                                                 self.config))
 
     def as_of(self) -> datetime | None:
-        return None  # the watch keeps nodes and pods current; the pod itself is read afresh
+        """None while the watch keeps nodes and pods current (the pod itself is read afresh);
+        once it has not heard from the API server for ``stale_after``, when it last did."""
+        age = self.cache.age()
+        if age is None or age <= self.stale_after:
+            return None
+        return datetime.now(UTC) - timedelta(seconds=age)

@@ -70,6 +70,8 @@ def _error(tmp_path: Path, text: str, **environ: str) -> str:
     ("channels: {C1: [Research]}\n",
      "channels.C1.0 = 'Research': not a namespace name or \"*\""),
     ("cluster: 7\n", "cluster = 7: must be a string"),
+    ("watch: {stale_after_seconds: 5}\n", "watch.stale_after_seconds = 5: must be at least 10"),
+    ("watch: {stale_after: 60}\n", "watch.stale_after: unknown key"),
 ])
 def test_each_mistake_names_the_key_and_the_value(text: str, problem: str,
                                                   tmp_path: Path) -> None:

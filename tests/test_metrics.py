@@ -3,7 +3,8 @@ writes, digest posts; readings of live objects appear only while registered."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+import urllib.request
 from datetime import datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -15,24 +16,23 @@ from slack_sdk.errors import SlackApiError
 from bot.app import slack_client
 from bot.cli import main
 from bot.digest import load_digest, post_once
-from bot.metrics import READINGS, REGISTRY, CacheReading, page
+from bot.metrics import READINGS, REGISTRY, CacheReading, page, resource_of
+from bot.sources import LiveSource
 from bot.store import RecordingStore, Store
 from tests.conftest import SCENARIOS
-from tests.slackfake import FakeSlack
+from tests.kubeapi import FakeKubeAPI, forbidden_status
+from tests.slackfake import FakeSlack, FakeSocketMode, ServeProcess, command_body, http, sign
+from triage.cluster import load_api_client
+from triage.errors import ClusterError
+from triage.refs import PodRef
 from triage.verdict import Verdict
 
 SEVEN = str(SCENARIOS / "seven-states")
+SECRET = "e3b0c44298fc1c149afbf4c8996fb924"
 
 
 def sample(name: str, **labels: str) -> float:
     return REGISTRY.get_sample_value(name, labels) or 0.0
-
-
-@pytest.fixture
-def slack() -> Iterator[FakeSlack]:
-    fake = FakeSlack()
-    yield fake
-    fake.close()
 
 
 def test_a_cli_answer_is_counted_and_timed(capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,22 +108,126 @@ def test_digest_posts_are_counted_by_result(tmp_path: Path) -> None:
 
 
 def test_readings_appear_only_while_registered() -> None:
-    assert sample("gpuwhy_watch_cache_age_seconds") == 0
-    READINGS.watch_cache(lambda: CacheReading(12.5, {"nodes": 6, "pods": 40}))
+    assert sample("gpuwhy_watch_cache_age_seconds", cluster="prod") == 0
+    READINGS.watch_caches(lambda: {"prod": CacheReading(12.5, {"nodes": 6, "pods": 40}),
+                                   "lab": CacheReading(None, {"nodes": 0})})
     READINGS.incidents_waiting(lambda: 3)
     try:
         families = {family.name: family for family in
                     text_string_to_metric_families(page().decode())}
-        assert families["gpuwhy_watch_cache_age_seconds"].samples[0].value == 12.5
-        assert {s.labels["kind"]: s.value
+        assert [(s.labels, s.value) for s in families["gpuwhy_watch_cache_age_seconds"].samples
+                ] == [({"cluster": "prod"}, 12.5)]  # lab never heard from its API server
+        assert {(s.labels["cluster"], s.labels["kind"]): s.value
                 for s in families["gpuwhy_watch_cache_objects"].samples} == {
-            "nodes": 6, "pods": 40}
+            ("lab", "nodes"): 0, ("prod", "nodes"): 6, ("prod", "pods"): 40}
         assert families["gpuwhy_incidents_waiting"].samples[0].value == 3
     finally:
-        READINGS.watch_cache(None)
+        READINGS.watch_caches(None)
         READINGS.incidents_waiting(None)
     names = {family.name for family in text_string_to_metric_families(page().decode())}
     assert "gpuwhy_watch_cache_age_seconds" not in names
     assert {"gpuwhy_answers", "gpuwhy_triage_duration_seconds",
             "gpuwhy_kubernetes_api_requests", "gpuwhy_slack_api_errors",
             "gpuwhy_store_writes_failed", "gpuwhy_digest_posts"} <= names
+
+
+@pytest.mark.parametrize(("url", "resource"), [
+    ("https://k:6443/api/v1/nodes?limit=500", "nodes"),
+    ("https://k:6443/api/v1/namespaces/ml/pods/train-0", "pods"),
+    ("https://k:6443/api/v1/namespaces/ml/events", "events"),
+    ("https://k:6443/api/v1/namespaces", "namespaces"),
+    ("https://k:6443/apis/apps/v1/namespaces/ml/deployments/web", "deployments.apps"),
+    ("https://k:6443/apis/resource.k8s.io/v1/resourceslices", "resourceslices.resource.k8s.io"),
+    ("https://k:6443/version", "/version"),
+])
+def test_requests_are_named_by_resource(url: str, resource: str) -> None:
+    assert resource_of(url) == resource
+
+
+def test_kubernetes_requests_are_counted_by_resource_and_code(tmp_path: Path) -> None:
+    with FakeKubeAPI(SEVEN) as api:
+        client = load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        source = LiveSource(api_client=client)
+        assert LiveSource(api_client=source.api_client).api_client is client  # counted once
+        before = {(r, c): sample("gpuwhy_kubernetes_api_requests_total", resource=r, code=c)
+                  for r in ("pods", "nodes") for c in ("200", "403", "0")}
+        source.triage(PodRef("research", "full"))
+        api.inject("status", "/api/v1/nodes", status=forbidden_status("list", "nodes"))
+        with pytest.raises(ClusterError):
+            source.triage(PodRef("research", "full"))
+        api.inject("reset", "/api/v1/nodes")
+        with pytest.raises(ClusterError):
+            source.triage(PodRef("research", "full"))
+
+        def moved(resource: str, code: str) -> float:
+            return sample("gpuwhy_kubernetes_api_requests_total", resource=resource,
+                          code=code) - before[(resource, code)]
+
+        # Each triage gets the pod and lists the pods of its node(s); the nodes list fails
+        # the second (403) and third (reset: no status) time.
+        assert moved("nodes", "200") == 1 and moved("nodes", "403") == 1
+        assert moved("nodes", "0") == 1 and moved("pods", "200") >= 3
+
+
+def test_metrics_move_after_a_slash_command(tmp_path: Path, slack: FakeSlack) -> None:
+    """`gpuwhy serve` on a live cluster: /metrics on its port, counters moving."""
+    with FakeKubeAPI(SEVEN) as api:
+        served = ServeProcess(["--kubeconfig", str(api.kubeconfig(tmp_path / "kubeconfig"))], {
+            "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
+            "SLACK_API_URL": slack.api_url,
+            "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'gpuwhy.db'}"}, verbose=True)
+        try:
+            port = served.port()
+            wait_ready(port)
+            before = scrape(port)
+            cluster = ("cluster", api.url)  # no configured name: the API server's URL
+            assert before[("gpuwhy_watch_cache_objects", (cluster, ("kind", "nodes")))] == 6
+            assert before[("gpuwhy_watch_cache_age_seconds", (cluster,))] < 120
+            assert before[("gpuwhy_incidents_waiting", ())] == 0
+            assert ("gpuwhy_answers_total", (("cause", "exhausted"), ("source", "slack"))) \
+                not in before
+            body = command_body("research/full", response_url=slack.response_url())
+            signed = {"Content-Type": "application/x-www-form-urlencoded", **sign(SECRET, body)}
+            assert http(port, "/slack/events", body, signed) == (200, "")
+            [post] = slack.wait_for("chat.postMessage")
+            served.wait_remembered(post.answer["ts"])
+            after = scrape(port)
+        finally:
+            assert served.stop() == 0
+    assert after[("gpuwhy_answers_total", (("cause", "exhausted"), ("source", "slack")))] == 1
+    assert after[("gpuwhy_triage_duration_seconds_count", (("reader", "watch"),))] == 1
+    pods = ("gpuwhy_kubernetes_api_requests_total", (("code", "200"), ("resource", "pods")))
+    assert after[pods] > before[pods]  # the asked pod is read afresh
+
+
+def test_socket_mode_serves_metrics_on_its_port(tmp_path: Path) -> None:
+    fake = FakeSlack()
+    fake.socket = FakeSocketMode()
+    served = ServeProcess(["--snapshot", SEVEN], {
+        "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "xapp-test",
+        "SLACK_API_URL": fake.api_url,
+        "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'gpuwhy.db'}"})
+    try:
+        port = served.port()
+        request = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10)
+        assert request.headers["Content-Type"].startswith("text/plain; version=")
+        names = {f.name for f in text_string_to_metric_families(request.read().decode())}
+        assert {"gpuwhy_answers", "gpuwhy_incidents_waiting"} <= names
+        assert http(port, "/slack/events", "{}")[0] == 404  # Slack talks over the socket
+    finally:
+        assert served.stop() == 0
+        fake.close()
+
+
+def wait_ready(port: int, timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while http(port, "/readyz")[0] != 200:
+        assert time.monotonic() < deadline, "serve never became ready"
+        time.sleep(0.05)
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    status, text = http(port, "/metrics")
+    assert status == 200
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}

@@ -337,6 +337,7 @@ class _Reflector:
         self.resource_version = ""
         self.lists = 0
         self.list_error: str | None = None  # why the list that is due keeps failing
+        self.heard: float | None = None  # time.monotonic() of the API server's last answer
         self._response: Any = None
         self.thread = threading.Thread(target=self.run, name=f"watch-{resource.plural}",
                                        daemon=True)
@@ -350,6 +351,7 @@ class _Reflector:
                         self.resource, field_selector=self.field_selector,
                         page_size=self.cache.page_size)
                     self.store.replace(items)
+                    self.heard = time.monotonic()
                     self.lists += 1
                     self.list_error = None
                     self.listed.set()
@@ -360,6 +362,7 @@ class _Reflector:
                 if not self.optional:
                     raise
                 self.store.replace([])
+                self.heard = time.monotonic()
                 self.resource_version = ""
                 self.listed.set()
                 stop.wait(self.cache.watch_seconds)
@@ -386,7 +389,9 @@ class _Reflector:
         try:
             with closing(events):  # an ERROR event ends the stream here: free its connection
                 for event in events:
+                    self.heard = time.monotonic()  # bookmarks too: the server is there
                     self._apply(event)
+            self.heard = time.monotonic()  # the server ended the stream at timeoutSeconds
         finally:
             self._response = None
 
@@ -406,6 +411,7 @@ class _Reflector:
             self.resource_version
 
     def _opened(self, response: Any) -> None:
+        self.heard = time.monotonic()
         self._response = response
         if self.cache.stopped.is_set():
             self.close()
@@ -468,6 +474,18 @@ class WatchCache:
     def lists(self) -> int:
         """How many full lists were made (1 per resource, more after 410 Gone)."""
         return sum(r.lists for r in self._reflectors)
+
+    def age(self) -> float | None:
+        """Seconds since the API server last answered the watch that heard from it least
+        recently (lists, events, bookmarks, a stream's end); None until each has heard once."""
+        heard = [r.heard for r in self._reflectors]
+        if any(moment is None for moment in heard):
+            return None
+        return time.monotonic() - min(moment for moment in heard if moment is not None)
+
+    def counts(self) -> dict[str, int]:
+        """Objects held, by resource."""
+        return {r.resource.plural: len(r.store) for r in self._reflectors}
 
     def snapshot_for(self, ref: PodRef, cluster: str = "") -> IndexedSnapshot:
         """The Snapshot for one triage: per-ref reads from the API, nodes and pods from memory."""
