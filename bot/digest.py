@@ -39,6 +39,11 @@ log = logging.getLogger(__name__)
 # The split that decides between "wait or add capacity" and "repair the node".
 CAPACITY_CAUSES = frozenset({Cause.EXHAUSTED.value})
 REPAIR_CAUSES = frozenset({Cause.NO_GPU_NODE.value, Cause.ALLOCATABLE_ZERO.value})
+# A node decisive for these answers in BROKEN_MIN_WEEKS of the last BROKEN_WEEKS weeks is a
+# "repair these" candidate: the trouble is the node, and it keeps coming back.
+BROKEN_CAUSES = frozenset({*REPAIR_CAUSES, Cause.NODE_RUNTIME_ERROR.value})
+BROKEN_WEEKS = 4
+BROKEN_MIN_WEEKS = 2
 TOP = 5
 MAX_WEEKS = 52
 DEFAULT_STATS_WEEKS = 4
@@ -134,6 +139,14 @@ class ClusterSection:
 
 
 @dataclass(frozen=True)
+class BrokenNode:
+    name: str
+    weeks: int  # of the last BROKEN_WEEKS in which it was decisive
+    answers: int
+    causes: tuple[str, ...]  # vocabulary order
+
+
+@dataclass(frozen=True)
 class Digest:
     key: str  # "2026-W48", or "2026-W45..2026-W48" for several weeks
     start: datetime  # local Monday 00:00
@@ -150,6 +163,7 @@ class Digest:
     repair: int  # answers that say "repair the node"
     # One per cluster when the period's answers come from more than one, busiest first.
     clusters: tuple[ClusterSection, ...] = ()
+    broken_nodes: tuple[BrokenNode, ...] = ()  # most weeks first
 
     @property
     def first_time(self) -> tuple[str, ...]:
@@ -179,6 +193,28 @@ def implicated_nodes(verdict: Verdict) -> list[str]:
     return [report.name for report in verdict.nodes if report.outcome == verdict.cause]
 
 
+def broken_nodes(incidents: Iterable[StoredIncident], end: datetime,
+                 tz: ZoneInfo) -> tuple[BrokenNode, ...]:
+    """Nodes decisive for a node-side answer in BROKEN_MIN_WEEKS or more of the BROKEN_WEEKS
+    weeks before ``end``, most weeks (then answers) first."""
+    start = add_weeks(end, -BROKEN_WEEKS)
+    weeks: dict[str, set[datetime]] = {}
+    answers: Counter[str] = Counter()
+    causes: dict[str, set[str]] = {}
+    for incident in incidents:
+        cause = incident.verdict.cause
+        if cause not in BROKEN_CAUSES or not start <= incident.created_at < end:
+            continue
+        for node in set(implicated_nodes(incident.verdict)):
+            weeks.setdefault(node, set()).add(week_start(incident.created_at, tz))
+            answers[node] += 1
+            causes.setdefault(node, set()).add(cause)
+    found = [BrokenNode(node, len(seen), answers[node],
+                        tuple(sorted(causes[node], key=_cause_rank)))
+             for node, seen in weeks.items() if len(seen) >= BROKEN_MIN_WEEKS]
+    return tuple(sorted(found, key=lambda n: (-n.weeks, -n.answers, n.name)))
+
+
 def _ranked(counts: Counter[str]) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:TOP])
 
@@ -200,7 +236,9 @@ def compute_digest(
 ) -> Digest:
     """The digest of the ``weeks`` weeks from the week holding ``week_start_at`` on, against
     the same number of weeks before. ``incidents`` may hold more than that; incidents before
-    the period, and ``seen_before``, tell which causes appear for the first time."""
+    the period, and ``seen_before``, tell which causes appear for the first time; the
+    BROKEN_WEEKS weeks up to the period's end give the broken-node report."""
+    incidents = list(incidents)
     start = week_start(week_start_at, tz)
     end = add_weeks(start, weeks)
     previous_start = add_weeks(start, -weeks)
@@ -239,6 +277,7 @@ def compute_digest(
         capacity=sum(counts[cause] for cause in CAPACITY_CAUSES),
         repair=sum(counts[cause] for cause in REPAIR_CAUSES),
         clusters=_cluster_sections(current, previous_clusters),
+        broken_nodes=broken_nodes(incidents, end, tz),
     )
 
 
@@ -375,7 +414,9 @@ def load_digest(store: Store, start: datetime, tz: ZoneInfo, weeks: int = 1,
     """The digest of ``weeks`` weeks from ``start`` on, read from the store (``scope``: only
     the incidents it keeps, e.g. one cluster's)."""
     previous_start = add_weeks(start, -weeks)
-    incidents = store.incidents_between(previous_start, add_weeks(start, weeks))
+    end = add_weeks(start, weeks)
+    first = min(previous_start, add_weeks(end, -BROKEN_WEEKS))
+    incidents = store.incidents_between(first, end)
     return compute_digest(
         [i for i in incidents if scope.keeps(i)], start, tz,
         weeks=weeks, seen_before=store.causes_before(previous_start),
