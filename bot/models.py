@@ -90,3 +90,47 @@ class SlackEvent(Base):
 
     event_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     received_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class AlertClaim(Base):
+    """Something posted unasked, claimed by one replica: a pod + cause, an alert's firing, a
+    rate-limit summary. The key says which; a second claim of it fails."""
+
+    __tablename__ = "alert_claims"
+    __table_args__ = (Index(None, "claimed_at"),)  # pruning deletes by age
+
+    key: Mapped[str] = mapped_column(String(512), primary_key=True)
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class AlertThread(Base):
+    """The first post about a stuck workload or a firing alert: later news goes in its thread.
+
+    ``open_key`` (cluster + subject) is set while the thread is open and unique, so one
+    workload has one open thread whatever the replicas; closing it clears the key.
+    """
+
+    __tablename__ = "alert_threads"
+    __table_args__ = (UniqueConstraint("open_key"), Index(None, "channel", "message_ts"))
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    open_key: Mapped[str | None] = mapped_column(String(800))
+    cluster: Mapped[str] = mapped_column(String(253))
+    subject: Mapped[str] = mapped_column(String(512))  # "Deployment/ns/name", "alert/fp/start"
+    cause: Mapped[str] = mapped_column(String(64))
+    channel: Mapped[str | None] = mapped_column(String(64))
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    pod_uids: Mapped[str] = mapped_column(Text)  # JSON list of the pods posted about
+    opened_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    closed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class AlertPost(Base):
+    """One unasked post in a channel, for the per-channel rate limit shared by replicas."""
+
+    __tablename__ = "alert_posts"
+    __table_args__ = (Index(None, "channel", "posted_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    channel: Mapped[str] = mapped_column(String(64))
+    posted_at: Mapped[datetime] = mapped_column(UTCDateTime())

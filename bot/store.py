@@ -40,7 +40,7 @@ from triage.verdict import Verdict
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(migrations.__file__).parent
-SOURCES = ("slack", "cli")
+SOURCES = ("slack", "cli", "watch", "alert")  # alert: from Alertmanager
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
 # Any constant works; it only has to be the same for every gpuwhy replica.

@@ -21,7 +21,8 @@ from bot.models import Base
 from bot.store import MIGRATIONS_DIR, Store, alembic_config
 from triage.verdict import Verdict
 
-TABLES = {"incidents", "digest_runs", "slack_events"}
+ALERT_TABLES = {"alert_claims", "alert_threads", "alert_posts"}
+TABLES = {"incidents", "digest_runs", "slack_events", *ALERT_TABLES}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -64,12 +65,27 @@ def test_one_step_down_drops_only_the_event_claims(database_url: str) -> None:
     with store.engine.begin() as connection:
         alembic.command.downgrade(alembic_config(connection), "0001")
     assert revision(store) == "0001"
-    assert tables(store) == TABLES - {"slack_events"}
+    assert tables(store) == TABLES - {"slack_events", *ALERT_TABLES}
     store.upgrade()
     assert tables(store) == TABLES
     assert store.claim_event("Ev01") is True  # the claims went with their table
     assert len(store.incidents_between(datetime(2026, 1, 1, tzinfo=UTC),
                                        datetime(2027, 1, 1, tzinfo=UTC))) == 1
+    store.close()
+
+
+def test_one_step_down_drops_only_the_alert_tables(database_url: str) -> None:
+    store = Store(database_url)
+    store.upgrade()
+    store.record(Verdict("ml/a", "exhausted", "wait"), cluster="prod", asked_by="gpuwhy-watch",
+                 source="watch", channel="C0ALERTS", message_ts="1.1",
+                 at=datetime(2026, 11, 23, tzinfo=UTC))
+    with store.engine.begin() as connection:
+        alembic.command.downgrade(alembic_config(connection), "0002")
+    assert tables(store) == TABLES - ALERT_TABLES
+    store.upgrade()
+    assert tables(store) == TABLES
+    assert store.incident_for_thread("C0ALERTS", "1.1") is not None
     store.close()
 
 

@@ -101,7 +101,7 @@ class BotState:
         self.fleet = self.source if isinstance(self.source, Fleet) else Fleet.single(self.source)
 
     def remember(self, verdict: Verdict, *, cluster: str, asked_by: str, channel: str,
-                 message_ts: str | None) -> None:
+                 message_ts: str | None, source: str = SLACK_SOURCE) -> None:
         """Keep a posted answer for its thread (``message_ts`` None: a private reply, which has
         none) and journal it for the store (never waits)."""
         now = self.clock()
@@ -109,10 +109,10 @@ class BotState:
             self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
         log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
                  channel, message_ts or "(private)")
-        ANSWERS.labels(verdict.cause, SLACK_SOURCE).inc()
+        ANSWERS.labels(verdict.cause, source).inc()
         if self.journal is not None:
             self.journal.append(JournalEntry(
-                verdict, cluster=cluster, asked_by=asked_by, source=SLACK_SOURCE,
+                verdict, cluster=cluster, asked_by=asked_by, source=source,
                 channel=channel, message_ts=message_ts, at=now))
 
     def later(self, what: str, work: Callable[[], object], respond: Respond | None = None,

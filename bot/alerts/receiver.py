@@ -1,0 +1,107 @@
+"""`POST /alertmanager`: Alertmanager's webhook (payload version 4), behind a bearer token
+(GPUWHY_ALERTMANAGER_TOKEN) or basic auth (GPUWHY_ALERTMANAGER_USERNAME, default
+"alertmanager", and GPUWHY_ALERTMANAGER_PASSWORD).
+
+The answer is 200 as soon as the payload is read; the triage and the posts run on workers,
+so Alertmanager's timeout never depends on the cluster. Alerts that name no pod or workload
+are acknowledged and counted, never an error.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import logging
+from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
+from datetime import datetime
+
+from bot.alerts.alertmanager import FIRING, Alert, PayloadError, parse_payload
+from bot.alerts.counts import AlertCounts
+from bot.alerts.poster import AlertPoster
+from triage.errors import ClusterError
+from triage.refs import PodRef
+from triage.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+PATH = "/alertmanager"
+TOKEN_VARIABLE = "GPUWHY_ALERTMANAGER_TOKEN"
+USERNAME_VARIABLE = "GPUWHY_ALERTMANAGER_USERNAME"
+PASSWORD_VARIABLE = "GPUWHY_ALERTMANAGER_PASSWORD"
+DEFAULT_USERNAME = "alertmanager"
+MAX_BODY = 4 << 20  # Alertmanager truncates big groups itself (truncatedAlerts)
+
+
+class Credentials:
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.token = environ.get(TOKEN_VARIABLE) or None
+        password = environ.get(PASSWORD_VARIABLE) or None
+        username = environ.get(USERNAME_VARIABLE) or DEFAULT_USERNAME
+        self.basic = None if password is None else f"{username}:{password}"
+
+    @property
+    def configured(self) -> bool:
+        return self.token is not None or self.basic is not None
+
+    def allow(self, authorization: str | None) -> bool:
+        scheme, _, value = (authorization or "").strip().partition(" ")
+        value = value.strip()
+        if scheme.lower() == "bearer" and self.token is not None:
+            return hmac.compare_digest(value.encode(), self.token.encode())
+        if scheme.lower() == "basic" and self.basic is not None:
+            try:
+                given = base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                return False
+            return hmac.compare_digest(given, self.basic.encode())
+        return False
+
+
+class AlertmanagerReceiver:
+    def __init__(self, credentials: Credentials, poster: AlertPoster,
+                 triage: Callable[[PodRef], Verdict], counts: AlertCounts, workers: Executor,
+                 clock: Callable[[], datetime]) -> None:
+        self.credentials = credentials
+        self.poster = poster
+        self.triage = triage
+        self.counts = counts
+        self.workers = workers
+        self.clock = clock
+
+    def handle(self, authorization: str | None, body: bytes) -> tuple[int, str]:
+        """(HTTP status, one line of text) for one POST."""
+        if not self.credentials.allow(authorization):
+            return 401, "unauthorized"
+        try:
+            alerts = parse_payload(body)
+        except PayloadError as exc:
+            log.warning("alertmanager: rejected a payload: %s", exc)
+            return 400, str(exc)
+        for alert in alerts:
+            if alert.ref is None:
+                self.counts.add(AlertCounts.ALERTMANAGER, "unmapped")
+                log.info("alertmanager: %s (%s) names no pod or workload; acknowledged",
+                         alert.name, alert.status)
+                continue
+            self.counts.add(AlertCounts.ALERTMANAGER, alert.status)
+            self.workers.submit(self._work, alert)
+        return 200, f"{len(alerts)} alerts received"
+
+    def _work(self, alert: Alert) -> None:
+        try:
+            if alert.status != FIRING:
+                self.poster.resolve_alert(alert, self.clock())
+                return
+            assert alert.ref is not None
+            try:
+                verdict = self.triage(alert.ref)
+            except ClusterError as exc:
+                log.warning("alertmanager: %s on %s: cannot triage: %s", alert.name, alert.ref,
+                            exc)
+                return
+            self.poster.report_alert(alert, verdict, self.clock())
+            self.poster.flush_held(self.clock())
+        except Exception:
+            log.exception("alertmanager: handling %s on %s failed", alert.name, alert.ref)
