@@ -18,6 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -26,6 +27,7 @@ import platformdirs
 import yaml
 from pydantic import (
     AfterValidator,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -38,6 +40,7 @@ from pydantic_core import ErrorDetails
 
 from scoring.dcgm import DcgmLabels
 from triage.config import DEFAULT_GPU_DRIVERS, DEFAULT_GPU_RESOURCES, TriageConfig
+from triage.vocabulary import Cause
 
 # Unknown keys are errors; numbers must be numbers (YAML's "9" is a string, not an hour).
 STRICT_SECTION = ConfigDict(extra="forbid", frozen=True)
@@ -91,8 +94,8 @@ Integer = Annotated[int, Strict()]
 # Slack ids: C… public, G… private (older), D… direct messages. Names ("#support") never match
 # the channel id Slack sends, so they would silently refuse every command.
 ChannelId = Annotated[str, _matching(r"[CGD][A-Z0-9]+", "a Slack channel id (C0123ABCD)")]
-# The digest is posted with chat.postMessage, which also takes a channel's name.
-DigestChannel = Annotated[str, _matching(r"[CGD][A-Z0-9]+|#[a-z0-9][-_a-z0-9]{0,79}",
+# The digest and unasked answers are posted with chat.postMessage, which also takes a name.
+PostChannel = Annotated[str, _matching(r"[CGD][A-Z0-9]+|#[a-z0-9][-_a-z0-9]{0,79}",
                                          "a Slack channel id (C0123ABCD) or #name")]
 Namespace = Annotated[str, _matching(r"\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
                                      'a namespace name or "*"')]
@@ -108,6 +111,31 @@ HttpUrl = Annotated[str, _matching(r"https?://[^\s/?#]+(/[^\s?#]*)?",
                                    "an http:// or https:// URL without query")]
 LabelName = Annotated[str, _matching(r"[A-Za-z_][A-Za-z0-9_]*", "a Prometheus label name")]
 Seconds = Annotated[float, Strict(), Field(gt=0, le=60)]
+_DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+
+
+def parse_duration(value: object) -> timedelta:
+    """``90s``, ``10m``, ``1h``, ``1h30m``, or a whole number of seconds; more than zero."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        seconds = value
+    elif isinstance(value, str) and (match := _DURATION.fullmatch(value.strip())) \
+            and any(match.groups()):
+        hours, minutes, secs = (int(part or 0) for part in match.groups())
+        seconds = hours * 3600 + minutes * 60 + secs
+    else:
+        raise ValueError("not a duration (e.g. 90s, 10m, 1h)")
+    if seconds <= 0:
+        raise ValueError("must be more than 0")
+    return timedelta(seconds=seconds)
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+# "Name: value"; the value may hold ${ENV} references, read when the header is sent.
+HeaderLine = Annotated[str, _matching(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*\S.*",
+                                      'a header line ("Name: value")')]
+WebhookURL = Annotated[str, _matching(r"https?://[^/\s?#]+([/?#]\S*)?", "an http(s) URL")]
 
 
 # Sections -----------------------------------------------------------------------------------
@@ -127,7 +155,7 @@ class TriageSettings(TriageConfig):
 @dataclass(frozen=True)
 class DigestSchedule:
     __pydantic_config__ = STRICT_SECTION
-    channel: DigestChannel | None = None
+    channel: PostChannel | None = None
     weekday: Annotated[Integer, Field(ge=0, le=6)] = 0  # Monday
     hour: Annotated[Integer, Field(ge=0, le=23)] = 9
     timezone: Timezone = "UTC"
@@ -228,6 +256,45 @@ class WatchSettings:
 
 
 @dataclass(frozen=True)
+class AlertsSettings:
+    """The stuck-pod watch and the limits of every unasked post (bot/alerts)."""
+
+    __pydantic_config__ = STRICT_SECTION
+    pending_after: Duration = timedelta(minutes=10)
+    channel: PostChannel | None = None  # where answers no route takes go
+    max_posts_per_hour: Annotated[Integer, Field(ge=1)] = 20
+    check_every: Duration = timedelta(seconds=30)  # how often the watch cache is looked at
+    recheck_every: Duration = timedelta(minutes=5)  # how often a stuck workload is triaged
+    webhook_retries: Annotated[Integer, Field(ge=0, le=10)] = 3
+    webhook_backoff: Duration = timedelta(seconds=1)  # doubled after each failed try
+    webhook_timeout: Duration = timedelta(seconds=10)
+
+
+@dataclass(frozen=True)
+class RouteSettings:
+    """Where the answers for some cause words (all of them when ``causes`` is empty) go."""
+
+    __pydantic_config__ = STRICT_SECTION
+    causes: tuple[Cause, ...] = ()
+    namespaces: tuple[Namespace, ...] = ()  # empty: every namespace
+    channel: PostChannel | None = None
+    mention: Text | None = None  # "<!subteam^ID>" or "<@U1> <@U2>"
+    webhook: WebhookURL | None = None
+    webhook_header: HeaderLine | None = None
+
+    def __post_init__(self) -> None:
+        if self.channel is None and self.webhook is None and self.mention is None:
+            raise ValueError("a route needs a channel, a mention or a webhook")
+        if self.webhook_header is not None and self.webhook is None:
+            raise ValueError("webhook_header without a webhook")
+
+    def takes(self, cause: str, namespace: str) -> bool:
+        return ((not self.causes or cause in self.causes)
+                and (not self.namespaces or "*" in self.namespaces
+                     or namespace in self.namespaces))
+
+
+@dataclass(frozen=True)
 class BotConfig:
     __pydantic_config__ = STRICT_SECTION
     cluster: Text = "default"
@@ -245,6 +312,9 @@ class BotConfig:
     # name -> where it is read from; empty: the one cluster of --kubeconfig / --snapshot.
     clusters: Mapping[ClusterName, CheckedClusterSource] = field(default_factory=dict)
     default_cluster: ClusterName | None = None
+    alerts: AlertsSettings = field(default_factory=AlertsSettings)
+    # first match wins; no match: alerts.channel
+    routes: tuple[RouteSettings, ...] = ()
 
     def access(self, channel: str) -> ChannelAccess | None:
         """What the channel may ask about; None when it is not a channel gpuwhy answers in."""
@@ -254,6 +324,11 @@ class BotConfig:
         if value is None or isinstance(value, ChannelAccess):
             return value
         return ChannelAccess(namespaces=tuple(value))
+
+    @property
+    def alerts_enabled(self) -> bool:
+        """Anything to post unasked answers to: a default channel or a route."""
+        return self.alerts.channel is not None or bool(self.routes)
 
     def channel_allowed(self, channel: str) -> bool:
         return self.access(channel) is not None

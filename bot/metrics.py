@@ -53,6 +53,29 @@ DIGEST_POSTS = Counter(
     "Weekly digest posts, by result (posted, already-posted, failed)",
     ["result"], registry=REGISTRY)
 
+ALERT_POSTS = Counter(
+    "gpuwhy_alert_posts",
+    "Answers posted unasked (stuck pods, Alertmanager alerts), by kind: root (a first post), "
+    "reply (the cause changed), line (started, gone, resolved), summary (rate limit reached)",
+    ["kind"], registry=REGISTRY)
+ALERT_REPEATS_SUPPRESSED = Counter(
+    "gpuwhy_alert_repeats_suppressed",
+    "Stuck workloads triaged again with nothing new to post (every pod + cause already was)",
+    registry=REGISTRY)
+ALERT_POSTS_RATE_LIMITED = Counter(
+    "gpuwhy_alert_posts_rate_limited",
+    "Unasked answers held back by the per-channel hourly limit, by channel",
+    ["channel"], registry=REGISTRY)
+WEBHOOK_DELIVERIES = Counter(
+    "gpuwhy_webhook_deliveries",
+    "Verdicts POSTed to route webhooks, by result (delivered, failed: after every retry)",
+    ["result"], registry=REGISTRY)
+ALERTMANAGER_ALERTS = Counter(
+    "gpuwhy_alertmanager_alerts",
+    "Alerts received on /alertmanager, by outcome (firing, resolved, unmapped: names no pod "
+    "or workload, repeated: already posted)",
+    ["outcome"], registry=REGISTRY)
+
 
 @dataclass(frozen=True)
 class CacheReading:

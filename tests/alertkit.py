@@ -16,14 +16,13 @@ from typing import Any
 from pydantic import TypeAdapter
 from slack_sdk import WebClient
 
-from bot.alerts.config import AlertSettings
-from bot.alerts.counts import AlertCounts
 from bot.alerts.poster import AlertPoster
 from bot.alerts.store import AlertStore
 from bot.alerts.watch import StuckPodWatch
 from bot.alerts.webhook import WebhookSender
 from bot.config import BotConfig
 from bot.listeners.state import BotState
+from bot.metrics import REGISTRY
 from bot.store import Store
 from tests.conftest import find, load_lists
 from tests.slackfake import FakeSlack
@@ -40,8 +39,26 @@ TRAINER_HASH = "6f9d8c7b5"
 TRAINER_PODS = ("trainer-6f9d8c7b5-4xk2p", "trainer-6f9d8c7b5-9zq7w", "trainer-6f9d8c7b5-tb8mv")
 
 
-def settings(data: dict[str, Any]) -> AlertSettings:
-    return TypeAdapter(AlertSettings).validate_python(data)
+def settings(data: dict[str, Any]) -> BotConfig:
+    """A configuration checked by the schema, as `gpuwhy serve` loads it."""
+    return TypeAdapter(BotConfig).validate_python(data)
+
+
+class Counted:
+    """Counter values from the metrics registry, as changes since this object was made."""
+
+    def __init__(self) -> None:
+        self._start = self._samples()
+
+    @staticmethod
+    def _samples() -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+        return {(sample.name, frozenset(sample.labels.items())): sample.value
+                for family in REGISTRY.collect() for sample in family.samples
+                if sample.name.endswith("_total")}
+
+    def __call__(self, name: str, **labels: str) -> float:
+        key = (f"{name}_total", frozenset(labels.items()))
+        return self._samples().get(key, 0.0) - self._start.get(key, 0.0)
 
 
 def with_trainer(lists: dict[str, list[K8sObject]]) -> dict[str, list[K8sObject]]:
@@ -113,7 +130,6 @@ class Replica:
     poster: AlertPoster
     watch: StuckPodWatch
     state: BotState
-    counts: AlertCounts
     store: Store
 
     def close(self) -> None:
@@ -138,20 +154,17 @@ class Harness:
     clock: Clock = field(default_factory=Clock)
     replicas: list[Replica] = field(default_factory=list)
 
-    def replica(self, alert_settings: AlertSettings,
-                environ: dict[str, str] | None = None) -> Replica:
+    def replica(self, config: BotConfig, environ: dict[str, str] | None = None) -> Replica:
         store = Store(self.db_url)
         store.upgrade()
         client = WebClient(token="xoxb-test", base_url=self.slack.api_url)
-        state = BotState(config=BotConfig(), source=self.cluster, store=store,
-                         clock=self.clock)
-        counts = AlertCounts()
-        webhooks = WebhookSender(alert_settings.alerts, counts, environ or {})
-        poster = AlertPoster(alert_settings, AlertStore(store, "test-cluster"), client,
-                             state.remember, counts, webhooks)
-        watch = StuckPodWatch(alert_settings, poster, self.cluster.pods, lambda: True,
-                              self.cluster.triage, DEFAULT_CONFIG, self.clock)
-        replica = Replica(poster, watch, state, counts, store)
+        state = BotState(config=config, source=self.cluster, store=store, clock=self.clock)
+        webhooks = WebhookSender(config.alerts, environ or {})
+        poster = AlertPoster(config, AlertStore(store, "test-cluster"), client,
+                             state.remember, webhooks)
+        watch = StuckPodWatch(config, poster, self.cluster.pods, lambda: True,
+                              self.cluster.triage, self.clock)
+        replica = Replica(poster, watch, state, store)
         self.replicas.append(replica)
         return replica
 

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from bot.alerts.alertmanager import PayloadError, parse_payload
-from bot.alerts.counts import AlertCounts
 from bot.alerts.receiver import AlertmanagerReceiver, Credentials
-from tests.alertkit import Harness, Replica, harness, settings, seven_states_with_trainer
+from tests.alertkit import Counted, Harness, Replica, harness, settings, seven_states_with_trainer
 from triage.refs import PodRef
 
 FIXTURES = Path(__file__).parent / "fixtures" / "alertmanager"
@@ -95,13 +94,13 @@ def cluster(tmp_path: Path) -> Iterator[Harness]:
 def receiver(made: Harness, replica: Replica) -> tuple[AlertmanagerReceiver, ThreadPoolExecutor]:
     workers = ThreadPoolExecutor(2)
     return AlertmanagerReceiver(Credentials({"GPUWHY_ALERTMANAGER_TOKEN": TOKEN}),
-                                replica.poster, made.cluster.triage, replica.counts, workers,
-                                made.clock), workers
+                                replica.poster, made.cluster.triage, workers, made.clock), workers
 
 
 def test_firing_gives_one_enriched_post_and_resolved_one_thread_line(cluster: Harness) -> None:
     replica = cluster.replica(settings(ROUTES))
     am, workers = receiver(cluster, replica)
+    counted = Counted()
     assert am.handle(f"Bearer {TOKEN}", FIRING) == (200, "3 alerts received")
     assert am.handle(f"Bearer {TOKEN}", FIRING) == (200, "3 alerts received")  # repeat_interval
     workers.shutdown(wait=True)
@@ -113,8 +112,9 @@ def test_firing_gives_one_enriched_post_and_resolved_one_thread_line(cluster: Ha
         "<!subteam^S0NODES> 🔔 *KubePodNotReady*: Pod has been in a non-ready state for more "
         "than 15 minutes.\n_gpuwhy's answer:_\n🩺 allocatable-zero — research/broken-node")
     assert "quota-exceeded — ml/finetune (Job)" in by_channel["C0ALERTS"]["text"]
-    assert replica.counts.get(AlertCounts.ALERTMANAGER, "unmapped") == 2
-    assert replica.counts.get(AlertCounts.ALERTMANAGER, "repeated") == 2
+    assert counted("gpuwhy_alertmanager_alerts", outcome="unmapped") == 2
+    assert counted("gpuwhy_alertmanager_alerts", outcome="firing") == 4
+    assert counted("gpuwhy_alertmanager_alerts", outcome="repeated") == 2
 
     am, workers = receiver(cluster, replica)
     assert am.handle(f"Bearer {TOKEN}", RESOLVED) == (200, "1 alerts received")

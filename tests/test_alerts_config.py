@@ -4,14 +4,15 @@ and which route an answer takes."""
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from pydantic import TypeAdapter, ValidationError
 
-from bot.alerts.config import AlertSettings, expand_env, parse_duration
-from bot.alerts.routes import Destination, destination
+from bot.alerts.routes import Destination, destination, expand_env, missing_environment
+from bot.config import BotConfig, ConfigError, load_config, parse_duration
+from tests.alertkit import settings
 
 DOCUMENTED = """
 alerts:
@@ -27,30 +28,37 @@ routes:
     webhook: http://127.0.0.1:9999/hook
     webhook_header: "Authorization: Bearer ${QUOTA_HOOK_TOKEN}"
 """
-SCHEMA: TypeAdapter[AlertSettings] = TypeAdapter(AlertSettings)
 
 
-def load(data: dict[str, Any]) -> AlertSettings:
-    return SCHEMA.validate_python(data)
+def from_file(tmp_path: Path, text: str) -> BotConfig:
+    path = tmp_path / "gpuwhy.yaml"
+    path.write_text(text)
+    return load_config({"GPUWHY_CONFIG": str(path)})
 
 
-def problem(data: dict[str, Any]) -> str:
-    with pytest.raises(ValidationError) as caught:
-        load(data)
-    [error] = caught.value.errors()
-    return f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+def load(data: dict[str, Any]) -> BotConfig:
+    return settings(data)
 
 
-def test_the_documented_shape_is_accepted_as_written() -> None:
-    parsed = load(yaml.safe_load(DOCUMENTED))
+def problem(tmp_path: Path, data: dict[str, Any]) -> str:
+    with pytest.raises(ConfigError) as caught:
+        from_file(tmp_path, yaml.safe_dump(data))
+    message = str(caught.value)
+    assert "\n" not in message
+    return message.partition(": ")[2]
+
+
+def test_the_documented_shape_is_accepted_as_written(tmp_path: Path) -> None:
+    parsed = from_file(tmp_path, DOCUMENTED)
     assert parsed.alerts.pending_after == timedelta(minutes=10)
     assert parsed.alerts.channel == "C0ALERTS" and parsed.alerts.max_posts_per_hour == 20
     nodes, quota = parsed.routes
     assert nodes.causes == ("allocatable-zero", "no-gpu-node", "node-runtime-error")
     assert nodes.mention == "<!subteam^S0NODES>"
     assert quota.namespaces == ("research",) and quota.webhook == "http://127.0.0.1:9999/hook"
-    assert parsed.missing_environment({}) == ["QUOTA_HOOK_TOKEN"]
-    assert parsed.missing_environment({"QUOTA_HOOK_TOKEN": "t"}) == []
+    assert parsed.alerts_enabled
+    assert missing_environment(parsed, {}) == ["QUOTA_HOOK_TOKEN"]
+    assert missing_environment(parsed, {"QUOTA_HOOK_TOKEN": "t"}) == []
 
 
 @pytest.mark.parametrize(("text", "seconds"), [
@@ -61,30 +69,35 @@ def test_durations(text: object, seconds: int) -> None:
         == seconds
 
 
-@pytest.mark.parametrize("bad", ["10", "ten minutes", "1d", "", "0s", "-5m", 0, True, 1.5, None])
-def test_bad_durations_are_named(bad: object) -> None:
-    assert problem({"alerts": {"pending_after": bad}}).startswith("alerts.pending_after: ")
+@pytest.mark.parametrize("bad", ["10", "ten minutes", "1d", "", "0s", 0, True, 1.5, None])
+def test_bad_durations_are_named(tmp_path: Path, bad: object) -> None:
+    assert problem(tmp_path, {"alerts": {"pending_after": bad}}).startswith(
+        f"alerts.pending_after = {bad!r}: ")
 
 
 @pytest.mark.parametrize(("data", "expected"), [
-    ({"alerts": {"pending_afer": "10m"}}, "alerts.pending_afer: Unexpected keyword argument"),
-    ({"alerts": {"max_posts_per_hour": "20"}}, "alerts.max_posts_per_hour: Input should be a "
-                                               "valid integer"),
-    ({"alerts": {"max_posts_per_hour": 0}}, "alerts.max_posts_per_hour: Input should be "
-                                            "greater than or equal to 1"),
-    ({"routes": [{"causes": ["broken"], "channel": "C1"}]}, "routes.0.causes.0: Input should be"),
-    ({"routes": [{"causes": "exhausted", "channel": "C1"}]}, "routes.0.causes: Input should be "
-                                                             "a valid tuple"),
-    ({"routes": [{"causes": ["exhausted"]}]}, "routes.0: Value error, a route needs a channel"),
-    ({"routes": [{"webhook": "ftp://x/hook"}]}, "routes.0.webhook: Value error, not an http"),
+    ({"alerts": {"pending_afer": "10m"}}, "alerts.pending_afer: unknown key"),
+    ({"alerts": {"max_posts_per_hour": "20"}},
+     "alerts.max_posts_per_hour = '20': must be a whole number"),
+    ({"alerts": {"max_posts_per_hour": 0}}, "alerts.max_posts_per_hour = 0: must be at least 1"),
+    ({"alerts": {"channel": "alerts"}}, "alerts.channel = 'alerts': not a Slack channel id"),
+    ({"routes": [{"causes": ["broken"], "channel": "C1"}]}, "routes.0.causes.0 = 'broken': "),
+    ({"routes": [{"causes": "exhausted", "channel": "C1"}]},
+     "routes.0.causes = 'exhausted': must be a list, not a string (write [exhausted])"),
+    ({"routes": [{"causes": ["exhausted"]}]},
+     "routes.0 = {'causes': ['exhausted']}: a route needs a channel, a mention or a webhook"),
+    ({"routes": [{"webhook": "ftp://x/hook"}]},
+     "routes.0.webhook = 'ftp://x/hook': not an http(s) URL"),
     ({"routes": [{"webhook": "http://127.0.0.1:1/h", "webhook_header": "Bearer x"}]},
-     "routes.0.webhook_header: Value error, not a header line"),
+     "routes.0.webhook_header = 'Bearer x': not a header line"),
     ({"routes": [{"channel": "C1", "webhook_header": "A: b"}]},
-     "routes.0: Value error, webhook_header without a webhook"),
-    ({"routes": {"channel": "C1"}}, "routes: Input should be a valid tuple"),
+     "routes.0 = {'channel': 'C1', 'webhook_header': 'A: b'}: webhook_header without a webhook"),
+    ({"routes": [{"channel": "C1", "namespaces": ["Research"]}]},
+     "routes.0.namespaces.0 = 'Research': not a namespace name"),
+    ({"routes": {"channel": "C1"}}, "routes = {'channel': 'C1'}: must be a list"),
 ])
-def test_bad_settings_name_the_key(data: dict[str, Any], expected: str) -> None:
-    assert problem(data).startswith(expected)
+def test_bad_settings_name_the_key(tmp_path: Path, data: dict[str, Any], expected: str) -> None:
+    assert problem(tmp_path, data).startswith(expected)
 
 
 def test_env_references_expand_when_sent() -> None:
@@ -92,7 +105,7 @@ def test_env_references_expand_when_sent() -> None:
     assert expand_env("X: ${A}-${B}", {"A": "1", "B": "2"}) == "X: 1-2"
 
 
-ROUTED = load(yaml.safe_load(DOCUMENTED))
+ROUTED = settings(yaml.safe_load(DOCUMENTED))
 
 
 @pytest.mark.parametrize(("cause", "namespace", "expected"), [
@@ -117,6 +130,6 @@ def test_first_matching_route_wins_and_a_route_without_causes_is_a_default() -> 
 
 def test_nowhere_to_go() -> None:
     assert destination(load({}), "exhausted", "x") is None
-    assert not load({}).enabled
+    assert not load({}).alerts_enabled
     # a mention without a channel pings in the default channel, and there is none
     assert destination(load({"routes": [{"mention": "<@U1>"}]}), "exhausted", "x") is None

@@ -15,11 +15,11 @@ import pytest
 from slack_bolt import BoltRequest
 from slack_sdk import WebClient
 
-from bot.alerts.counts import AlertCounts
 from bot.app import bolt_app
 from tests.alertkit import (
     CREATED,
     TRAINER_PODS,
+    Counted,
     Harness,
     WebhookReceiver,
     harness,
@@ -63,6 +63,7 @@ def test_not_posted_before_the_threshold(broken_only: Harness) -> None:
 
 def test_posted_once_after_the_threshold_to_the_route_with_its_mention(
         broken_only: Harness) -> None:
+    counted = Counted()
     replica = broken_only.replica(settings(BASE))
     replica.watch.run_once()
     [post] = broken_only.posts()
@@ -76,8 +77,8 @@ def test_posted_once_after_the_threshold_to_the_route_with_its_mention(
     broken_only.clock.now += timedelta(minutes=6)
     replica.watch.run_once()
     assert len(broken_only.posts()) == 1
-    assert replica.counts.get(AlertCounts.SUPPRESSED) == 2
-    assert replica.counts.get(AlertCounts.POSTED, "root") == 1
+    assert counted("gpuwhy_alert_repeats_suppressed") == 2
+    assert counted("gpuwhy_alert_posts", kind="root") == 1
 
 
 def test_not_again_after_a_restart_or_by_a_second_replica(broken_only: Harness) -> None:
@@ -87,11 +88,11 @@ def test_not_again_after_a_restart_or_by_a_second_replica(broken_only: Harness) 
     broken_only.replicas.remove(first)
     restarted = broken_only.replica(settings(BASE))
     other = broken_only.replica(settings(BASE))
+    counted = Counted()
     restarted.watch.run_once()
     other.watch.run_once()
     assert len(broken_only.posts()) == 1
-    assert restarted.counts.get(AlertCounts.SUPPRESSED) == 1
-    assert other.counts.get(AlertCounts.SUPPRESSED) == 1
+    assert counted("gpuwhy_alert_repeats_suppressed") == 2
 
 
 def test_two_replicas_racing_post_once(broken_only: Harness) -> None:
@@ -161,6 +162,7 @@ def test_the_webhook_gets_the_verdict_json_and_retries_on_500(broken_only: Harne
              "webhook_header": "Authorization: Bearer ${NODE_HOOK_TOKEN}"}
     data = {"alerts": {**BASE["alerts"], "webhook_backoff": "1s"}, "routes": [route]}
     replica = broken_only.replica(settings(data), environ={"NODE_HOOK_TOKEN": "s3cret"})
+    counted = Counted()
     try:
         replica.watch.run_once()
         calls = receiver.wait_for(3)
@@ -170,7 +172,7 @@ def test_the_webhook_gets_the_verdict_json_and_retries_on_500(broken_only: Harne
         assert body["ref"] == "research/broken-node" and body["cause"] == "allocatable-zero"
         assert body == calls[0][1]
         assert body == broken_only.cluster.triage(PodRef("research", "broken-node")).to_dict()
-        assert replica.counts.get(AlertCounts.WEBHOOK, "delivered") == 1
+        assert counted("gpuwhy_webhook_deliveries", result="delivered") == 1
     finally:
         receiver.close()
 
@@ -180,13 +182,15 @@ def test_the_rate_limit_holds_and_ends_in_one_summary(tmp_path: Path) -> None:
     for made in harness(tmp_path, only_pods(seven_states_with_trainer(), stuck)):
         data = {"alerts": {"channel": "C0ALERTS", "max_posts_per_hour": 2}}
         replica = made.replica(settings(data))
+        counted = Counted()
         replica.watch.run_once()
         posts = made.posts("C0ALERTS")
         answers = [p for p in posts if "gpuwhy posted" not in p["text"]]
         summaries = [p for p in posts if "gpuwhy posted" in p["text"]]
         assert len(answers) == 2 and len(summaries) == 1
         assert "held back for now" in summaries[0]["text"]
-        assert replica.counts.get(AlertCounts.RATE_LIMITED, "C0ALERTS") == 4
+        assert counted("gpuwhy_alert_posts_rate_limited", channel="C0ALERTS") == 4
+        assert counted("gpuwhy_alert_posts", kind="summary") == 1
         # the next round in the same hour: still held back, no second summary
         made.clock.now += timedelta(minutes=6)
         replica.watch.run_once()

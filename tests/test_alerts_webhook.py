@@ -10,10 +10,9 @@ from datetime import timedelta
 
 import pytest
 
-from bot.alerts.config import AlertsSettings
-from bot.alerts.counts import AlertCounts
 from bot.alerts.webhook import WebhookSender
-from tests.alertkit import WebhookReceiver
+from bot.config import AlertsSettings
+from tests.alertkit import Counted, WebhookReceiver
 from triage.verdict import Evidence, Verdict
 
 VERDICT = Verdict(ref="research/broken-node", cause="allocatable-zero", action="repair it",
@@ -29,69 +28,69 @@ def receiver() -> Iterator[WebhookReceiver]:
     made.close()
 
 
-def sender(counts: AlertCounts, environ: dict[str, str] | None = None,
+def sender(environ: dict[str, str] | None = None,
            settings: AlertsSettings = FAST) -> WebhookSender:
-    made = WebhookSender(settings, counts, environ or {})
+    made = WebhookSender(settings, environ or {})
     made.backoff_s = 0.05  # the schedule is what matters here, not the wait
     return made
 
 
 def test_delivers_the_verdict_json_with_the_header(receiver: WebhookReceiver) -> None:
-    counts = AlertCounts()
-    delivery = sender(counts, {"HOOK_TOKEN": "s3cret"}).send(
+    counted = Counted()
+    delivery = sender({"HOOK_TOKEN": "s3cret"}).send(
         receiver.url, "Authorization: Bearer ${HOOK_TOKEN}", VERDICT.to_dict())
     assert (delivery.delivered, delivery.attempts, delivery.status) == (True, 1, 200)
     [(headers, body)] = receiver.received
     assert headers["Authorization"] == "Bearer s3cret"
     assert headers["Content-Type"] == "application/json"
     assert Verdict.from_dict(body) == VERDICT
-    assert counts.get(AlertCounts.WEBHOOK, "delivered") == 1
+    assert counted("gpuwhy_webhook_deliveries", result="delivered") == 1
 
 
 @pytest.mark.parametrize("statuses", [[500], [503, 502], [429], [408, 500, 500]])
 def test_retries_on_server_errors_then_delivers(receiver: WebhookReceiver,
                                                  statuses: list[int]) -> None:
     receiver.statuses = list(statuses)
-    counts = AlertCounts()
-    delivery = sender(counts).send(receiver.url, None, VERDICT.to_dict())
+    counted = Counted()
+    delivery = sender().send(receiver.url, None, VERDICT.to_dict())
     assert delivery.delivered and delivery.attempts == len(statuses) + 1
     assert len(receiver.received) == len(statuses) + 1
-    assert counts.get(AlertCounts.WEBHOOK, "delivered") == 1
+    assert counted("gpuwhy_webhook_deliveries", result="delivered") == 1
 
 
 def test_gives_up_after_the_retries_and_counts_the_failure(receiver: WebhookReceiver,
                                                            caplog: pytest.LogCaptureFixture
                                                            ) -> None:
     receiver.statuses = [500] * 10
-    counts = AlertCounts()
-    made = sender(counts)
+    counted = Counted()
+    made = sender()
     started = time.monotonic()
     delivery = made.send(receiver.url, None, VERDICT.to_dict())
     waited = time.monotonic() - started
     assert (delivery.delivered, delivery.attempts) == (False, 4)
     assert delivery.error == "HTTP 500 Internal Server Error"
     assert waited >= 0.05 + 0.1 + 0.2  # back-off doubles
-    assert counts.get(AlertCounts.WEBHOOK, "failed") == 1
+    assert counted("gpuwhy_webhook_deliveries", result="failed") == 1
     assert "not delivered after 4 tries: HTTP 500" in caplog.text
 
 
 def test_a_client_error_is_not_retried(receiver: WebhookReceiver) -> None:
     receiver.statuses = [401]
-    counts = AlertCounts()
-    delivery = sender(counts).send(receiver.url, None, VERDICT.to_dict())
+    counted = Counted()
+    delivery = sender().send(receiver.url, None, VERDICT.to_dict())
     assert (delivery.delivered, delivery.attempts, delivery.status) == (False, 1, 401)
-    assert counts.get(AlertCounts.WEBHOOK, "failed") == 1
+    assert counted("gpuwhy_webhook_deliveries", result="failed") == 1
 
 
 def test_a_receiver_that_is_down_is_retried_and_reported() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    counts = AlertCounts()
-    delivery = sender(counts).send(f"http://127.0.0.1:{port}/hook", None, VERDICT.to_dict())
+    counted = Counted()
+    delivery = sender().send(f"http://127.0.0.1:{port}/hook", None, VERDICT.to_dict())
     assert not delivery.delivered and delivery.attempts == 4 and delivery.status is None
     assert delivery.error is not None and delivery.error.startswith("ConnectionError")
-    assert counts.get(AlertCounts.WEBHOOK, "failed") == 1
+    assert counted("gpuwhy_webhook_deliveries", result="failed") == 1
 
 
 def test_a_slow_receiver_times_out() -> None:
@@ -100,7 +99,7 @@ def test_a_slow_receiver_times_out() -> None:
         silent.listen()
         port = silent.getsockname()[1]
         slow = AlertsSettings(webhook_retries=0, webhook_timeout=timedelta(seconds=1))
-        delivery = sender(AlertCounts(), settings=slow).send(
+        delivery = sender(settings=slow).send(
             f"http://127.0.0.1:{port}/hook", None, VERDICT.to_dict())
     assert not delivery.delivered and delivery.error is not None
     assert "Timeout" in delivery.error

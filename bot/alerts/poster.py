@@ -22,13 +22,18 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
 
 from bot.alerts.alertmanager import Alert
-from bot.alerts.config import AlertSettings
-from bot.alerts.counts import AlertCounts
 from bot.alerts.routes import Destination, destination
 from bot.alerts.store import AlertStore, Thread
 from bot.alerts.stuck import Progress, StuckGroup, progress
 from bot.alerts.webhook import WebhookSender
 from bot.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_text
+from bot.config import BotConfig
+from bot.metrics import (
+    ALERT_POSTS,
+    ALERT_POSTS_RATE_LIMITED,
+    ALERT_REPEATS_SUPPRESSED,
+    ALERTMANAGER_ALERTS,
+)
 from bot.store import StoreError
 from triage.objects import K8sObject
 from triage.verdict import Verdict
@@ -69,14 +74,12 @@ def is_stuck_answer(group: StuckGroup, verdict: Verdict) -> bool:
 
 
 class AlertPoster:
-    def __init__(self, settings: AlertSettings, store: AlertStore, client: WebClient,
-                 remember: Remember, counts: AlertCounts, webhooks: WebhookSender,
-                 webhook_workers: int = 2) -> None:
-        self.settings = settings
+    def __init__(self, config: BotConfig, store: AlertStore, client: WebClient,
+                 remember: Remember, webhooks: WebhookSender, webhook_workers: int = 2) -> None:
+        self.config = config
         self.store = store
         self.client = client
         self.remember = remember
-        self.counts = counts
         self.webhooks = webhooks
         self._workers = ThreadPoolExecutor(webhook_workers, thread_name_prefix="gpuwhy-webhook")
         self._held: dict[str, list[str]] = defaultdict(list)
@@ -94,7 +97,7 @@ class AlertPoster:
         if not is_stuck_answer(group, verdict):
             return
         cause, namespace = verdict.cause, group.workload.namespace
-        target = destination(self.settings, cause, namespace)
+        target = destination(self.config, cause, namespace)
         if target is None:
             log.info("stuck %s (%s): no route and no alerts.channel", group.workload, cause)
             return
@@ -114,13 +117,13 @@ class AlertPoster:
         thread = self.store.open_thread(subject)
         channel = thread.channel if thread is not None else target.channel
         if not fresh:
-            self.counts.add(AlertCounts.SUPPRESSED)
+            ALERT_REPEATS_SUPPRESSED.inc()
             return
         if self._limited(channel, f"{group.workload} ({verdict.cause})", now):
             return
         won = [uid for uid in fresh if self.store.claim(keys[uid], now)]
         if not won:  # another replica claimed them first and posts
-            self.counts.add(AlertCounts.SUPPRESSED)
+            ALERT_REPEATS_SUPPRESSED.inc()
             return
         try:
             if thread is None:
@@ -226,7 +229,7 @@ class AlertPoster:
     def report_alert(self, alert: Alert, verdict: Verdict, now: datetime) -> None:
         """The alert's summary with gpuwhy's answer under it, once per firing."""
         assert alert.ref is not None, "unmapped alerts are only counted"
-        target = destination(self.settings, verdict.cause, alert.ref.namespace)
+        target = destination(self.config, verdict.cause, alert.ref.namespace)
         if target is None:
             log.info("alert %s on %s (%s): no route and no alerts.channel", alert.name,
                      alert.ref, verdict.cause)
@@ -235,12 +238,12 @@ class AlertPoster:
         with self._lock:
             try:
                 if key in self.store.claimed([key]):
-                    self.counts.add(AlertCounts.ALERTMANAGER, "repeated")
+                    ALERTMANAGER_ALERTS.labels("repeated").inc()
                     return
                 if self._limited(target.channel, f"{alert.name} on {alert.ref}", now):
                     return
                 if not self.store.claim(key, now):
-                    self.counts.add(AlertCounts.ALERTMANAGER, "repeated")
+                    ALERTMANAGER_ALERTS.labels("repeated").inc()
                     return
                 try:
                     self._open_alert(alert, verdict, target, now)
@@ -266,7 +269,7 @@ class AlertPoster:
             try:
                 thread = self.store.open_thread(ALERT_SUBJECT + alert.key)
                 if thread is None or not self.store.close(thread, now):
-                    self.counts.add(AlertCounts.ALERTMANAGER, "repeated")
+                    ALERTMANAGER_ALERTS.labels("repeated").inc()
                     return
                 if thread.channel is not None and thread.message_ts is not None:
                     self._line(thread.channel, thread.message_ts,
@@ -284,9 +287,9 @@ class AlertPoster:
         if channel is None:
             return False
         posted = self.store.posts_since(channel, now - RATE_WINDOW)
-        if posted < self.settings.alerts.max_posts_per_hour:
+        if posted < self.config.alerts.max_posts_per_hour:
             return False
-        self.counts.add(AlertCounts.RATE_LIMITED, channel)
+        ALERT_POSTS_RATE_LIMITED.labels(channel).inc()
         self._held[channel].append(what)
         return True
 
@@ -299,7 +302,7 @@ class AlertPoster:
                 try:
                     if not self.store.claim(key, now):
                         continue
-                    limit = self.settings.alerts.max_posts_per_hour
+                    limit = self.config.alerts.max_posts_per_hour
                     shown = ", ".join(escape_mrkdwn(one_line(w), 200) for w in what[:10])
                     more = f" and {len(what) - 10} more" if len(what) > 10 else ""
                     text = (f"⏸️ gpuwhy posted {limit} answers here in the last hour, its limit; "
@@ -307,7 +310,7 @@ class AlertPoster:
                             "count drops; `/gpuwhy NAMESPACE/POD` answers at once.")
                     self.client.chat_postMessage(channel=channel, text=text,
                                                  blocks=[_section(text)])
-                    self.counts.add(AlertCounts.POSTED, "summary")
+                    ALERT_POSTS.labels("summary").inc()
                 except StoreError as exc:
                     log.warning("rate-limit summary for %s: the store failed: %s", channel, exc)
                 except (SlackClientError, OSError) as exc:
@@ -325,13 +328,13 @@ class AlertPoster:
             channel=channel, thread_ts=thread_ts, blocks=blocks,
             text=f"{lead}\n{verdict_text(verdict)}")
         self.store.log_post(channel, now)
-        self.counts.add(AlertCounts.POSTED, "reply" if thread_ts else "root")
+        ALERT_POSTS.labels("reply" if thread_ts else "root").inc()
         return str(posted["ts"])
 
     def _line(self, channel: str, thread_ts: str, text: str) -> None:
         self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text,
                                      blocks=[_section(text)])
-        self.counts.add(AlertCounts.POSTED, "line")
+        ALERT_POSTS.labels("line").inc()
 
     def _call_webhook(self, target: Destination, verdict: Verdict) -> None:
         if target.webhook is not None:

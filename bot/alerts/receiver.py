@@ -18,8 +18,8 @@ from concurrent.futures import Executor
 from datetime import datetime
 
 from bot.alerts.alertmanager import FIRING, Alert, PayloadError, parse_payload
-from bot.alerts.counts import AlertCounts
 from bot.alerts.poster import AlertPoster
+from bot.metrics import ALERTMANAGER_ALERTS
 from triage.errors import ClusterError
 from triage.refs import PodRef
 from triage.verdict import Verdict
@@ -61,12 +61,11 @@ class Credentials:
 
 class AlertmanagerReceiver:
     def __init__(self, credentials: Credentials, poster: AlertPoster,
-                 triage: Callable[[PodRef], Verdict], counts: AlertCounts, workers: Executor,
+                 triage: Callable[[PodRef], Verdict], workers: Executor,
                  clock: Callable[[], datetime]) -> None:
         self.credentials = credentials
         self.poster = poster
         self.triage = triage
-        self.counts = counts
         self.workers = workers
         self.clock = clock
 
@@ -81,11 +80,11 @@ class AlertmanagerReceiver:
             return 400, str(exc)
         for alert in alerts:
             if alert.ref is None:
-                self.counts.add(AlertCounts.ALERTMANAGER, "unmapped")
+                ALERTMANAGER_ALERTS.labels("unmapped").inc()
                 log.info("alertmanager: %s (%s) names no pod or workload; acknowledged",
                          alert.name, alert.status)
                 continue
-            self.counts.add(AlertCounts.ALERTMANAGER, alert.status)
+            ALERTMANAGER_ALERTS.labels(alert.status).inc()
             self.workers.submit(self._work, alert)
         return 200, f"{len(alerts)} alerts received"
 

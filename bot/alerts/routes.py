@@ -1,11 +1,16 @@
 """Which route an answer takes: the first route whose cause words and namespaces match, else
-the default channel. Pure: settings in, a destination out."""
+the default channel (pure: settings in, a destination out); and the ${ENV} references of the
+routes' webhook headers."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.alerts.config import AlertSettings
+from bot.config import BotConfig
+
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -16,10 +21,10 @@ class Destination:
     header: str | None = None  # "Name: value" with ${ENV} references
 
 
-def destination(settings: AlertSettings, cause: str, namespace: str) -> Destination | None:
+def destination(config: BotConfig, cause: str, namespace: str) -> Destination | None:
     """Where the answer ``cause`` about a pod in ``namespace`` goes; None: nowhere."""
-    default = settings.alerts.channel
-    for route in settings.routes:
+    default = config.alerts.channel
+    for route in config.routes:
         if route.takes(cause, namespace):
             # A route that only names a webhook keeps the answer out of Slack; one that
             # names a mention without a channel pings in the default channel.
@@ -29,3 +34,15 @@ def destination(settings: AlertSettings, cause: str, namespace: str) -> Destinat
                 return None
             return Destination(channel, route.mention, route.webhook, route.webhook_header)
     return None if default is None else Destination(default)
+
+
+def expand_env(text: str, environ: Mapping[str, str]) -> str:
+    """``${NAME}`` replaced by the variable's value (an unset one by nothing)."""
+    return _ENV_REFERENCE.sub(lambda match: environ.get(match.group(1), ""), text)
+
+
+def missing_environment(config: BotConfig, environ: Mapping[str, str]) -> list[str]:
+    """Variables the webhook headers name that are not set: a token that silently became
+    empty would only show up as 401s at the receiver, so `gpuwhy serve` refuses to start."""
+    return [name for route in config.routes if route.webhook_header
+            for name in _ENV_REFERENCE.findall(route.webhook_header) if not environ.get(name)]

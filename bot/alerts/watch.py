@@ -10,9 +10,9 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
-from bot.alerts.config import AlertSettings
 from bot.alerts.poster import AlertPoster
 from bot.alerts.stuck import StuckGroup, stuck_groups
+from bot.config import BotConfig
 from bot.store import StoreError
 from triage.config import TriageConfig
 from triage.errors import ClusterError
@@ -32,16 +32,16 @@ def utc_now() -> datetime:
 
 
 class StuckPodWatch:
-    def __init__(self, settings: AlertSettings, poster: AlertPoster,
+    def __init__(self, config: BotConfig, poster: AlertPoster,
                  pods: Callable[[], list[K8sObject]], ready: Callable[[], bool],
-                 triage: Callable[[PodRef], Verdict], config: TriageConfig,
+                 triage: Callable[[PodRef], Verdict],
                  clock: Callable[[], datetime] = utc_now) -> None:
-        self.settings = settings
+        self.alerts = config.alerts
+        self.gpus: TriageConfig = config.triage
         self.poster = poster
         self.pods = pods
         self.ready = ready
         self.triage = triage
-        self.config = config
         self.clock = clock
         # workload key -> (pods last triaged, when): what makes a group due again
         self._triaged: dict[str, tuple[frozenset[str], datetime]] = {}
@@ -51,7 +51,7 @@ class StuckPodWatch:
         uids = frozenset(pod.uid for pod in group.pods)
         last = self._triaged.get(group.workload.key)
         if last is not None and last[0] >= uids \
-                and now - last[1] < self.settings.alerts.recheck_every:
+                and now - last[1] < self.alerts.recheck_every:
             return False
         self._triaged[group.workload.key] = (uids, now)
         return True
@@ -62,7 +62,7 @@ class StuckPodWatch:
             return 0
         now = self.clock()
         pods = self.pods()
-        groups = stuck_groups(pods, now, self.settings.alerts.pending_after, self.config)
+        groups = stuck_groups(pods, now, self.alerts.pending_after, self.gpus)
         keys = {group.workload.key for group in groups}
         self._triaged = {k: v for k, v in self._triaged.items() if k in keys}
         triaged = 0
@@ -92,7 +92,7 @@ class StuckPodWatch:
             log.warning("alert claims: pruning failed: %s", exc)
 
     def run_forever(self, stop: threading.Event) -> None:
-        interval = self.settings.alerts.check_every.total_seconds()
+        interval = self.alerts.check_every.total_seconds()
         while not stop.is_set():
             try:
                 self.run_once()

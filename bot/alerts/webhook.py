@@ -17,8 +17,9 @@ from typing import Any
 
 import requests
 
-from bot.alerts.config import AlertsSettings, expand_env
-from bot.alerts.counts import AlertCounts
+from bot.alerts.routes import expand_env
+from bot.config import AlertsSettings
+from bot.metrics import WEBHOOK_DELIVERIES
 
 log = logging.getLogger(__name__)
 
@@ -35,13 +36,11 @@ class Delivery:
 
 
 class WebhookSender:
-    def __init__(self, settings: AlertsSettings, counts: AlertCounts,
-                 environ: Mapping[str, str] | None = None,
+    def __init__(self, settings: AlertsSettings, environ: Mapping[str, str] | None = None,
                  stop: threading.Event | None = None) -> None:
         self.retries = settings.webhook_retries
         self.backoff_s = settings.webhook_backoff.total_seconds()
         self.timeout_s = settings.webhook_timeout.total_seconds()
-        self.counts = counts
         self.environ = os.environ if environ is None else environ
         self.stop = stop or threading.Event()  # set: no more waiting between tries
         self.session = requests.Session()
@@ -62,7 +61,7 @@ class WebhookSender:
                 break
             if self.stop.wait(self.backoff_s * 2 ** (attempt - 1)):
                 break
-        self.counts.add(AlertCounts.WEBHOOK, "delivered" if delivery.delivered else "failed")
+        WEBHOOK_DELIVERIES.labels("delivered" if delivery.delivered else "failed").inc()
         if delivery.delivered:
             log.info("webhook %s: delivered (HTTP %s, try %d)", url, delivery.status,
                      delivery.attempts)
