@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,8 @@ from slack_bolt.error import BoltError
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.alerts.receiver import PATH as ALERTMANAGER_PATH
+from bot.alerts.service import AlertService
 from bot.app import bolt_app, slack_client
 from bot.cli_cluster import add_cluster_options
 from bot.cli_store import add_db_option
@@ -83,6 +86,7 @@ def run_serve(args: argparse.Namespace) -> int:
     env = os.environ
     stop = threading.Event()
     fleet: Fleet | None = None
+    alerts: AlertService | None = None
     try:
         config = load_config(env)
         app_token, secret = _tokens(env)
@@ -106,8 +110,12 @@ def run_serve(args: argparse.Namespace) -> int:
         serving = fleet
         READINGS.clusters(lambda: clusters_up(serving))
         READINGS.watch_caches(lambda: watch_caches(serving))
-        server = HTTPServer(args.host, args.port,
-                            http_routes(slack=endpoint, readiness=readiness))
+        # Unasked answers watch the default cluster (several: the others are asked only).
+        alerts = AlertService(config, store, client, state, fleet.source(), env, stop) \
+            if config.alerts_enabled else None
+        server = HTTPServer(args.host, args.port, http_routes(
+            slack=endpoint, readiness=readiness,
+            alertmanager=None if alerts is None else alerts.receiver))
         handler = SocketModeHandler(app, app_token) if app_token else None
         digest = digest_thread(store, client, config.digest, stop) if config.digest.channel \
             else None
@@ -121,13 +129,18 @@ def run_serve(args: argparse.Namespace) -> int:
         return EXIT_SETUP
     if digest is not None:
         digest.start()
+    if alerts is not None:
+        alerts.start()
     signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
     threading.Thread(target=server.serve_forever, name="gpuwhy-http", daemon=True).start()
     mode = "Socket Mode" if handler is not None else f"HTTP, POST {EVENTS_PATH}"
+    watching = "" if alerts is None else (
+        f"; stuck GPU pods posted after {_duration(config.alerts.pending_after)}, "
+        f"POST {ALERTMANAGER_PATH}")
     print(f"gpuwhy serve: {mode}; listening on http://{args.host}:{server.port} "
           f"(GET {HEALTH_PATH}, {READY_PATH}, {METRICS_PATH}); "
-          f"cluster{'s' if fleet.several else ''} {', '.join(fleet.names)}", file=sys.stderr,
-          flush=True)
+          f"cluster{'s' if fleet.several else ''} {', '.join(fleet.names)}{watching}",
+          file=sys.stderr, flush=True)
     try:
         stop.wait()
     finally:
@@ -135,6 +148,8 @@ def run_serve(args: argparse.Namespace) -> int:
         server.shutdown()
         if handler is not None:
             handler.close()  # type: ignore[no-untyped-call]
+        if alerts is not None:
+            alerts.close()  # before the journal's last chance: its posts are journaled too
         # Answers already acked still go out; the journal gets a last chance to store what
         # waits, and keeps on disk what it could not.
         state.close(STORE_GRACE_S)
@@ -218,6 +233,14 @@ def _fleet(args: argparse.Namespace, config: BotConfig) -> Fleet:
                                     cluster=cluster, page_size=args.page_size,
                                     timeout=args.request_timeout,
                                     stale_after=config.watch.stale_after_seconds).start())
+
+
+def _duration(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    for unit, size in (("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -21,6 +21,8 @@ from slack_bolt.request.internals import extract_content_type, parse_body
 from slack_sdk import WebClient
 
 from bot import metrics
+from bot.alerts.receiver import PATH as ALERTMANAGER_PATH
+from bot.alerts.receiver import AlertmanagerReceiver
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
 from bot.fleet import Fleet, UnavailableSource
@@ -197,7 +199,8 @@ def body_problem(request: Request) -> str | None:
     return None if isinstance(payload, dict) else "is not an object"
 
 
-def http_routes(*, slack: SlackEndpoint | None, readiness: Readiness) -> Routes:
+def http_routes(*, slack: SlackEndpoint | None, readiness: Readiness,
+                alertmanager: AlertmanagerReceiver | None = None) -> Routes:
     """Every HTTP endpoint of `gpuwhy serve`: adding one is adding its line here."""
     routes: dict[tuple[str, str], WSGIApplication] = {
         ("GET", HEALTH_PATH): plain(healthz),
@@ -206,6 +209,8 @@ def http_routes(*, slack: SlackEndpoint | None, readiness: Readiness) -> Routes:
     }
     if slack is not None:  # in Socket Mode Slack's requests come over the websocket
         routes["POST", EVENTS_PATH] = slack
+    if alertmanager is not None:  # alerts configured (a channel or routes)
+        routes["POST", ALERTMANAGER_PATH] = plain(alertmanager.respond)
     return routes
 
 

@@ -22,6 +22,7 @@ from triage.cluster import (
     server_url,
 )
 from triage.config import DEFAULT_CONFIG, TriageConfig
+from triage.objects import K8sObject
 from triage.refs import PodRef
 from triage.snapshot import DUMP_FILES, Snapshot
 from triage.verdict import Verdict
@@ -61,6 +62,10 @@ class SnapshotSource:
         self.cluster = self.snapshot.cluster
         self.config = config
         self._as_of = dump_time(Path(directory))
+
+    def pods(self) -> list[K8sObject]:
+        """The dump's pods, for the stuck-pod watch."""
+        return self.snapshot.pods
 
     def triage(self, ref: PodRef) -> Verdict:
         return answered("snapshot", lambda: triage(self.snapshot, ref, self.config))
@@ -158,6 +163,10 @@ class WatchSource:
 
     def wait_ready(self, timeout: float) -> bool:
         return self.cache.wait_ready(timeout)
+
+    def pods(self) -> list[K8sObject]:
+        """The cached non-terminated pods, for the stuck-pod watch (no request)."""
+        return self.cache.all_pods()
 
     def triage(self, ref: PodRef) -> Verdict:
         return answered("watch", lambda: triage(self.cache.snapshot_for(ref, self.cluster), ref,

@@ -133,3 +133,12 @@ def test_nowhere_to_go() -> None:
     assert not load({}).alerts_enabled
     # a mention without a channel pings in the default channel, and there is none
     assert destination(load({"routes": [{"mention": "<@U1>"}]}), "exhausted", "x") is None
+
+
+def test_the_readme_example_is_accepted(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Answers nobody had to ask for", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    parsed = from_file(tmp_path, example)
+    assert parsed.alerts.check_every == timedelta(seconds=30)
+    assert [route.channel for route in parsed.routes] == ["C0NODES", None]

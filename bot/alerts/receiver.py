@@ -20,6 +20,7 @@ from datetime import datetime
 from bot.alerts.alertmanager import FIRING, Alert, PayloadError, parse_payload
 from bot.alerts.poster import AlertPoster
 from bot.metrics import ALERTMANAGER_ALERTS
+from bot.web import Request, Response
 from triage.errors import ClusterError
 from triage.refs import PodRef
 from triage.verdict import Verdict
@@ -68,6 +69,15 @@ class AlertmanagerReceiver:
         self.triage = triage
         self.workers = workers
         self.clock = clock
+
+    def respond(self, request: Request) -> Response:
+        """POST /alertmanager, for the route table of `gpuwhy serve`."""
+        status, text = self.handle(request.headers.get("authorization"), request.body)
+        challenge = (("WWW-Authenticate", 'Bearer realm="gpuwhy"'),) if status == 401 else ()
+        if status == 401:
+            log.info("alertmanager: refused a request from %s: no valid credentials",
+                     request.client)
+        return Response(status, text + "\n", headers=challenge)
 
     def handle(self, authorization: str | None, body: bytes) -> tuple[int, str]:
         """(HTTP status, one line of text) for one POST."""

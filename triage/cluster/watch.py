@@ -65,7 +65,8 @@ SLIM_POD: _Keep = {
     "apiVersion": True, "kind": True,
     "metadata": {**SLIM_METADATA, "annotations": True},
     "spec": {"nodeName": True, "schedulerName": True, "priority": True, "overhead": True,
-             "containers": _CONTAINER, "initContainers": _CONTAINER},
+             "containers": _CONTAINER, "initContainers": _CONTAINER,
+             "resourceClaims": True},  # a DRA claim asks for a GPU (the stuck-pod watch)
     "status": {"phase": True, "startTime": True},  # startTime: how long a holder has held
 }
 # Pod annotations worth keeping: HAMi's allocation records (device usage per card).
@@ -258,6 +259,11 @@ class _PodStore:
                 names = self._by_namespace[namespace] = dict(sorted(names.items()))
                 self._unordered.discard(namespace)
             return list(names.values())
+
+    def all(self) -> list[K8sObject]:
+        """Every cached pod: the slim copies themselves, to read and never change."""
+        with self._lock:
+            return [small for small, _share in self._pods.values()]
 
     def __len__(self) -> int:
         return len(self._pods)
@@ -469,6 +475,10 @@ class WatchCache:
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         return all(r.listed.wait(max(deadline - time.monotonic(), 0.0)) for r in self._reflectors)
+
+    def all_pods(self) -> list[K8sObject]:
+        """The non-terminated pods as cached, without a request (the stuck-pod watch)."""
+        return self.pods.all()
 
     @property
     def lists(self) -> int:
