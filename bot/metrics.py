@@ -24,7 +24,8 @@ REGISTRY = CollectorRegistry()
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 ANSWERS = Counter(
-    "gpuwhy_answers", "Answers given, by cause word and where they were asked (slack, cli)",
+    "gpuwhy_answers",
+    "Answers given, by cause word and source (slack, cli; watch, alert: posted unasked)",
     ["cause", "source"], registry=REGISTRY)
 TRIAGE_SECONDS = Histogram(
     "gpuwhy_triage_duration_seconds",

@@ -142,3 +142,14 @@ def test_the_readme_example_is_accepted(tmp_path: Path) -> None:
     parsed = from_file(tmp_path, example)
     assert parsed.alerts.check_every == timedelta(seconds=30)
     assert [route.channel for route in parsed.routes] == ["C0NODES", None]
+
+
+def test_channel_access_rules_hold_for_unasked_answers() -> None:
+    config = load({"channels": {"C0NODES": ["ml"], "C0ALERTS": ["*"]},
+                   "alerts": {"channel": "C0ALERTS"},
+                   "routes": [{"causes": ["allocatable-zero"], "channel": "C0NODES"}]})
+    assert destination(config, "allocatable-zero", "ml") == Destination("C0NODES")
+    # C0NODES may not describe research: the route is passed over
+    assert destination(config, "allocatable-zero", "research") == Destination("C0ALERTS")
+    closed = load({"channels": {"C0SUPPORT": ["*"]}, "alerts": {"channel": "C0ALERTS"}})
+    assert destination(closed, "exhausted", "research") is None  # C0ALERTS is not listed

@@ -22,10 +22,18 @@ class Destination:
 
 
 def destination(config: BotConfig, cause: str, namespace: str) -> Destination | None:
-    """Where the answer ``cause`` about a pod in ``namespace`` goes; None: nowhere."""
-    default = config.alerts.channel
+    """Where the answer ``cause`` about a pod in ``namespace`` goes; None: nowhere.
+
+    The ``channels`` access rules hold for unasked answers too: a route whose channel may
+    not describe the namespace is passed over, like one whose filters do not match.
+    """
+
+    def may_post(channel: str | None) -> bool:
+        return channel is None or config.namespace_allowed(channel, namespace)
+
+    default = config.alerts.channel if may_post(config.alerts.channel) else None
     for route in config.routes:
-        if route.takes(cause, namespace):
+        if route.takes(cause, namespace) and may_post(route.channel):
             # A route that only names a webhook keeps the answer out of Slack; one that
             # names a mention without a channel pings in the default channel.
             webhook_only = route.webhook is not None and route.mention is None
