@@ -223,7 +223,9 @@ def test_show_devices_works_in_the_posts_thread(broken_only: Harness) -> None:
     replica = broken_only.replica(settings(BASE))
     replica.watch.run_once()
     [root] = broken_only.slack.calls_to("chat.postMessage")
-    # a new process: the answer is found in the store, not in memory
+    # a restart: the answer is found in the store, not in memory
+    replica.close()
+    broken_only.replicas.remove(replica)
     fresh = broken_only.replica(settings(BASE))
     app = bolt_app(fresh.state, WebClient(token="xoxb-test", base_url=broken_only.slack.api_url))
     event = message_event("show devices", channel="C0NODES", thread_ts=root.answer["ts"],
