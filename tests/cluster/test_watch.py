@@ -93,7 +93,7 @@ def test_cached_pods_are_slim(cache: WatchSource) -> None:
     for pod in cached:
         assert set(pod) == {"apiVersion", "kind", "metadata", "spec", "status"}
         assert set(pod["spec"]) <= {"nodeName", "schedulerName", "priority", "containers",
-                                    "initContainers", "overhead"}
+                                    "initContainers", "overhead", "resourceClaims"}
         assert set(pod["spec"]["containers"][0]) <= {"name", "resources", "restartPolicy"}
         assert set(pod["status"]) == {"phase", "startTime"}
         assert "managedFields" not in pod["metadata"]
