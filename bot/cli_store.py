@@ -30,6 +30,7 @@ from bot.digest import (
     slack_post,
     stats_text,
 )
+from bot.numbers import whole_number
 from bot.store import Store, StoreError, StoreURLError, database_url
 
 EXIT_OK, EXIT_BEHIND, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 4
@@ -143,20 +144,9 @@ def run_current(args: argparse.Namespace) -> int:
     return _with_store("db current", args.db, show, upgrade=False)
 
 
-def parse_days(text: str) -> int:
-    try:
-        days = int(text.strip())
-    except ValueError:
-        raise ValueError(f"--older-than must be a whole number of days, "
-                         f"not {text.strip()[:20]!r}") from None
-    if not 1 <= days <= MAX_PRUNE_DAYS:
-        raise ValueError(f"--older-than must be from 1 to {MAX_PRUNE_DAYS} days, not {days}")
-    return days
-
-
 def run_prune(args: argparse.Namespace) -> int:
     try:
-        days = parse_days(args.older_than)
+        days = whole_number(args.older_than, "--older-than", 1, MAX_PRUNE_DAYS, " days")
     except ValueError as exc:
         return _fail("db prune", exc, EXIT_USAGE)
     before = datetime.now(UTC) - timedelta(days=days)

@@ -30,6 +30,7 @@ from bot import render
 from bot.blocks import escape_mrkdwn
 from bot.config import DigestSchedule
 from bot.metrics import DIGEST_POSTS
+from bot.numbers import whole_number
 from bot.store import Store, StoredIncident, one_line
 from triage.verdict import Verdict
 from triage.vocabulary import CAUSE_ORDER, FIT, NODE_UNREGISTERED, Cause
@@ -63,13 +64,9 @@ class DigestError(ValueError):
 def parse_weeks(text: str) -> int:
     """The [weeks] argument of `gpuwhy digest/stats` and `/gpuwhy stats`: 1..52."""
     try:
-        weeks = int(text.strip())
-    except ValueError:
-        raise DigestError(f"weeks must be a whole number from 1 to {MAX_WEEKS}, "
-                          f"not {text.strip()[:20]!r}") from None
-    if not 1 <= weeks <= MAX_WEEKS:
-        raise DigestError(f"weeks must be from 1 to {MAX_WEEKS}, not {weeks}")
-    return weeks
+        return whole_number(text, "weeks", 1, MAX_WEEKS)
+    except ValueError as exc:
+        raise DigestError(str(exc)) from None
 
 
 def load_timezone(name: str) -> ZoneInfo:

@@ -120,7 +120,7 @@ def test_prune_dry_run_never_migrates(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("days", "problem"), [
-    ("abc", "--older-than must be a whole number of days, not 'abc'"),
+    ("abc", "--older-than must be a whole number from 1 to 36500 days, not 'abc'"),
     ("0", "--older-than must be from 1 to 36500 days, not 0"),
     ("-3", "--older-than must be from 1 to 36500 days, not -3"),
     ("99999999", "--older-than must be from 1 to 36500 days, not 99999999"),
