@@ -306,6 +306,9 @@ class _TrackedMap(celtypes.MapType):
     __hash__ = None  # type: ignore[assignment]
 
 
+MAX_SHARED_RESULTS = 65536  # per selector and set of keys read
+
+
 @dataclass(frozen=True)
 class Selector:
     """One compiled CEL selector; ``matches`` evaluates it on one device.
@@ -331,7 +334,10 @@ class Selector:
         result = self._evaluate(_TrackedMap(device.cel, reads, ()))
         if not reads.whole:
             paths = tuple(sorted(reads.found))
-            self._shared.setdefault(paths, {})[tuple(reads.found[p] for p in paths)] = result
+            results = self._shared.setdefault(paths, {})
+            if len(results) >= MAX_SHARED_RESULTS:
+                results.clear()  # a selector reading uuids shares nothing: keep memory bounded
+            results[tuple(reads.found[p] for p in paths)] = result
         return _outcome(result)
 
     def _evaluate(self, device: celtypes.MapType) -> bool | SelectorError:
@@ -376,7 +382,21 @@ class SelectorCompiler:
 
 
 def compile_selector(expression: str) -> Selector:
+    """A new Selector, results shared only within it."""
     return SelectorCompiler().compile(expression)
+
+
+@lru_cache(maxsize=1024)
+def shared_selector(expression: str) -> Selector | SelectorError:
+    """The Selector of an expression for every Snapshot of this process.
+
+    A result depends only on the values the evaluation read, never on the Snapshot, so the
+    watch cache's per-triage Snapshots share the evaluations of the ones before them.
+    """
+    try:
+        return SelectorCompiler().compile(expression)
+    except SelectorError as exc:
+        return exc
 
 
 def _reason(error: BaseException) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from scoring.cel import Selector, SelectorCompiler, SelectorError, device_variable
+from scoring.cel import Selector, SelectorError, device_variable, shared_selector
 from triage.nodes import node_name, selector_mismatches
 from triage.objects import K8sObject, object_key
 from triage.quantity import QuantityError, parse_quantity
@@ -186,8 +186,6 @@ class Inventory:
             for result in _allocation_results(claim):
                 if not result.get("adminAccess"):
                     self.taken[_result_key(result)] = holder
-        self._compiler = SelectorCompiler()
-        self._selectors: dict[str, Selector | SelectorError] = {}
         self._results: dict[tuple[str, DeviceKey], bool | SelectorError] = {}
         self._variables: dict[DeviceKey, Any] = {}
         self._gpu_class: dict[str, bool] = {}
@@ -213,12 +211,7 @@ class Inventory:
     # -- selectors --------------------------------------------------------------------
 
     def selector(self, expression: str) -> Selector | SelectorError:
-        if expression not in self._selectors:
-            try:
-                self._selectors[expression] = self._compiler.compile(expression)
-            except SelectorError as exc:
-                self._selectors[expression] = exc
-        return self._selectors[expression]
+        return shared_selector(expression)
 
     def matches(self, expression: str, device: SliceDevice) -> bool:
         """Raises SelectorError when the expression cannot be evaluated on the device."""
