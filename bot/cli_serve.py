@@ -101,9 +101,10 @@ def run_serve(args: argparse.Namespace) -> int:
         READINGS.incidents_waiting(lambda: journal.waiting)
         # Answers carry telemetry when Prometheus is configured; readiness and shutdown
         # look at the clusters' own sources.
-        telemetry = prometheus_settings(config.prometheus, args.prometheus)
         state = BotState(config=config, store=store, journal=journal,
-                         source=fleet.wrapped(lambda source: with_prometheus(source, telemetry)))
+                         source=fleet.wrapped(lambda name, source: with_prometheus(
+                             source, prometheus_settings(config, args.prometheus,
+                                                         cluster=name))))
         app = bolt_app(state, client, signing_secret=secret)
         endpoint = SlackEndpoint(app, secret) if secret and not app_token else None
         readiness = Readiness({**readiness_checks(fleet), "store": store_check(journal)})

@@ -91,8 +91,8 @@ def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdi
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        source = with_prometheus(_source(args, config),
-                                 prometheus_settings(config.prometheus, args.prometheus))
+        source = with_prometheus(_source(args, config), prometheus_settings(
+            config, args.prometheus, cluster=args.cluster))
     except (UnknownClusterError, UsageError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     except (SnapshotError, ClusterError) as exc:

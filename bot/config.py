@@ -136,6 +136,7 @@ Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 HeaderLine = Annotated[str, _matching(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*\S.*",
                                       'a header line ("Name: value")')]
 WebhookURL = Annotated[str, _matching(r"https?://[^/\s?#]+([/?#]\S*)?", "an http(s) URL")]
+EnvName = Annotated[str, _matching(r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable name")]
 
 
 # Sections -----------------------------------------------------------------------------------
@@ -177,12 +178,16 @@ class DcgmLabelSettings(DcgmLabels):
 @dataclass(frozen=True)
 class PrometheusConfig:
     """Where DCGM exporter's series are read; no url: answers carry no telemetry. The bearer
-    token and a CA bundle come from the environment (GPUWHY_PROMETHEUS_TOKEN / _CA)."""
+    token and a CA bundle come from the environment (the variables token_env / ca_env name)."""
 
     __pydantic_config__ = STRICT_SECTION
     url: HttpUrl | None = None
     timeout: Seconds = 2.0  # for the whole round of queries
     labels: DcgmLabelSettings = field(default_factory=DcgmLabelSettings)
+    # The environment variables holding the bearer token and the CA bundle's path, so that
+    # each cluster's Prometheus can have its own.
+    token_env: EnvName = "GPUWHY_PROMETHEUS_TOKEN"
+    ca_env: EnvName = "GPUWHY_PROMETHEUS_CA"
 
 
 @dataclass(frozen=True)
@@ -195,6 +200,8 @@ class ClusterSource:
     context: Text | None = None
     in_cluster: Annotated[bool, Strict()] = False
     snapshot: Text | None = None  # a directory `gpuwhy snapshot` wrote
+    # The cluster's own Prometheus (its DCGM exporters); without it the top-level one.
+    prometheus: PrometheusConfig | None = None
 
     @property
     def kind(self) -> str:

@@ -85,9 +85,10 @@ class Fleet:
             raise UnknownClusterError(chosen, self.names)
         return self.sources[chosen]
 
-    def wrapped(self, wrap: Callable[[TriageSource], TriageSource]) -> Fleet:
-        """The same clusters, each source wrapped (e.g. to add telemetry to its answers)."""
-        return Fleet({name: wrap(source) for name, source in self.sources.items()},
+    def wrapped(self, wrap: Callable[[str, TriageSource], TriageSource]) -> Fleet:
+        """The same clusters, each source wrapped by ``wrap(name, source)`` (e.g. to add its
+        own Prometheus's telemetry to its answers)."""
+        return Fleet({name: wrap(name, source) for name, source in self.sources.items()},
                      self.default)
 
     def stop(self) -> None:

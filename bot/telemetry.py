@@ -19,7 +19,7 @@ from datetime import datetime
 
 import requests
 
-from bot.config import ENVIRONMENT, PrometheusConfig
+from bot.config import ENVIRONMENT, BotConfig, PrometheusConfig
 from bot.devices import relevant_nodes
 from bot.metrics import PROMETHEUS_QUERIES
 from bot.sources import TriageSource
@@ -39,8 +39,8 @@ from triage.verdict import Verdict
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT = PrometheusConfig.timeout  # seconds for the whole round of queries
-TOKEN_ENV = "GPUWHY_PROMETHEUS_TOKEN"  # bearer token
-CA_ENV = "GPUWHY_PROMETHEUS_CA"  # CA bundle (PEM file) to verify an https URL
+TOKEN_ENV = PrometheusConfig.token_env  # bearer token
+CA_ENV = PrometheusConfig.ca_env  # CA bundle (PEM file) to verify an https URL
 URL_ENV = next(name for name, key in ENVIRONMENT.items() if key == "prometheus.url")
 
 
@@ -57,18 +57,23 @@ class PrometheusSettings:
     ca_file: str | None = None  # from the environment only
 
 
-def prometheus_settings(config: PrometheusConfig, url: str | None = None,
+def prometheus_settings(config: BotConfig, url: str | None = None, *,
+                        cluster: str | None = None,
                         environ: Mapping[str, str] | None = None) -> PrometheusSettings | None:
-    """Settings for ``url`` (else the configured prometheus.url, which GPUWHY_PROMETHEUS_URL
-    sets); None when neither names one."""
+    """Settings for ``url`` (--prometheus), else the cluster's own ``prometheus`` in
+    ``clusters``, else the top-level one (GPUWHY_PROMETHEUS_URL sets its url); None when none
+    names a URL."""
     env = os.environ if environ is None else environ
-    chosen = url or config.url
-    if not chosen:
+    entry = config.clusters.get(cluster) if cluster is not None else None
+    chosen = entry.prometheus if entry is not None and entry.prometheus is not None \
+        else config.prometheus
+    address = url or chosen.url
+    if not address:
         return None
-    return PrometheusSettings(url=chosen.rstrip("/"), timeout=config.timeout,
-                              labels=DcgmLabels(**asdict(config.labels)),
-                              token=env.get(TOKEN_ENV) or None,
-                              ca_file=env.get(CA_ENV) or None)
+    return PrometheusSettings(url=address.rstrip("/"), timeout=chosen.timeout,
+                              labels=DcgmLabels(**asdict(chosen.labels)),
+                              token=env.get(chosen.token_env) or None,
+                              ca_file=env.get(chosen.ca_env) or None)
 
 
 class PrometheusClient:

@@ -15,7 +15,7 @@ import pytest
 import requests
 import responses
 
-from bot.config import ConfigError, PrometheusConfig, load_config
+from bot.config import BotConfig, ConfigError, load_config
 from bot.metrics import REGISTRY
 from bot.sources import SnapshotSource
 from bot.telemetry import (
@@ -92,7 +92,7 @@ def test_an_answer_without_nodes_queries_nothing(seven_states: SnapshotSource) -
 
 def test_no_prometheus_configured_means_the_source_itself(seven_states: SnapshotSource) -> None:
     assert with_prometheus(seven_states, None) is seven_states
-    assert prometheus_settings(PrometheusConfig(), environ={}) is None
+    assert prometheus_settings(BotConfig(), environ={}) is None
 
 
 def test_settings_from_config_environment_and_command_line(tmp_path: Path) -> None:
@@ -101,7 +101,7 @@ def test_settings_from_config_environment_and_command_line(tmp_path: Path) -> No
                            "  labels: {node: node, pod: exported_pod}\n")
     env = {"GPUWHY_CONFIG": str(config_file), "GPUWHY_PROMETHEUS_TOKEN": "t",
            "GPUWHY_PROMETHEUS_CA": "/etc/ssl/prom.pem"}
-    config = load_config(env).prometheus
+    config = load_config(env)
     assert prometheus_settings(config, environ=env) == PrometheusSettings(
         url="https://127.0.0.1:9091", timeout=1.5, token="t", ca_file="/etc/ssl/prom.pem",
         labels=DcgmLabels(node="node", pod="exported_pod"))
@@ -109,6 +109,27 @@ def test_settings_from_config_environment_and_command_line(tmp_path: Path) -> No
     assert chosen is not None and (chosen.url, chosen.token) == ("http://127.0.0.1:9092", None)
     from_env = load_config({**env, "GPUWHY_PROMETHEUS_URL": "http://127.0.0.1:9093"})
     assert from_env.prometheus.url == "http://127.0.0.1:9093"
+
+
+def test_each_cluster_reads_its_own_prometheus(tmp_path: Path) -> None:
+    config_file = tmp_path / "gpuwhy.yaml"
+    config_file.write_text(
+        "prometheus: {url: 'http://127.0.0.1:9090'}\n"
+        "clusters:\n"
+        "  prod:\n    snapshot: /srv/prod\n"
+        "    prometheus: {url: 'https://127.0.0.1:9443', token_env: PROD_PROMETHEUS_TOKEN,"
+        " labels: {node: node}}\n"
+        "  lab: {snapshot: /srv/lab}\n")
+    env = {"GPUWHY_CONFIG": str(config_file), "PROD_PROMETHEUS_TOKEN": "prod-token",
+           "GPUWHY_PROMETHEUS_TOKEN": "shared-token"}
+    config = load_config(env)
+    prod = prometheus_settings(config, cluster="prod", environ=env)
+    lab = prometheus_settings(config, cluster="lab", environ=env)
+    assert prod is not None and lab is not None
+    assert (prod.url, prod.token, prod.labels.node) == (
+        "https://127.0.0.1:9443", "prod-token", "node")
+    assert (lab.url, lab.token, lab.labels.node) == (
+        "http://127.0.0.1:9090", "shared-token", "Hostname")
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -120,6 +141,8 @@ def test_settings_from_config_environment_and_command_line(tmp_path: Path) -> No
     ("prometheus: {labels: {node: 'host name'}}",
      "prometheus.labels.node = 'host name': not a Prometheus label name"),
     ("prometheus: {labels: {hostname: node}}", "prometheus.labels.hostname: unknown key"),
+    ("prometheus: {token_env: 'MY TOKEN'}",
+     "prometheus.token_env = 'MY TOKEN': not an environment variable name"),
 ])
 def test_bad_prometheus_config_is_one_line(text: str, message: str, tmp_path: Path) -> None:
     config_file = tmp_path / "gpuwhy.yaml"
