@@ -35,6 +35,7 @@ from bot.serve import (
     METRICS_PATH,
     READY_PATH,
     Readiness,
+    ReplayGuard,
     SlackEndpoint,
     clusters_up,
     digest_thread,
@@ -106,7 +107,8 @@ def run_serve(args: argparse.Namespace) -> int:
                              source, prometheus_settings(config, args.prometheus,
                                                          cluster=name))))
         app = bolt_app(state, client, signing_secret=secret)
-        endpoint = SlackEndpoint(app, secret) if secret and not app_token else None
+        endpoint = SlackEndpoint(app, secret, ReplayGuard(store)) \
+            if secret and not app_token else None
         readiness = Readiness({**readiness_checks(fleet), "store": store_check(journal)})
         serving = fleet
         READINGS.clusters(lambda: clusters_up(serving))

@@ -134,3 +134,14 @@ class AlertPost(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     channel: Mapped[str] = mapped_column(String(64))
     posted_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class SlackRequest(Base):
+    """A signed Slack request answered by one replica, keyed on its timestamp and signature
+    (a SHA-256 of both): the same request replayed within Slack's 5-minute window finds it."""
+
+    __tablename__ = "slack_requests"
+    __table_args__ = (Index(None, "received_at"),)
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -10,6 +10,7 @@ import logging
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -29,7 +30,7 @@ from bot.fleet import Fleet, UnavailableSource
 from bot.journal import IncidentJournal, store_status
 from bot.metrics import CacheReading
 from bot.sources import TriageSource, WatchSource
-from bot.store import Store
+from bot.store import Store, StoreError
 from bot.web import Request, Response, Routes, plain
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,35 @@ def healthz(request: Request) -> Response:
     return Response(200, "ok\n")
 
 
+class ReplayGuard:
+    """Signed requests already answered: one seen again within the signature window (a replay,
+    or a proxy sending it twice) is acknowledged and not acted on. Checked in memory, then in
+    the store, so replicas sharing the store agree; with the store failing, memory alone."""
+
+    def __init__(self, store: Store | None = None, capacity: int = 10_000) -> None:
+        self.store = store
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def first_time(self, stamp: str, signature: str) -> bool:
+        key = hashlib.sha256(f"{stamp}:{signature}".encode()).hexdigest()
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen[key] = None
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+        store = self.store
+        if store is None:
+            return True
+        try:
+            return store.quickly(lambda: store.claim_request(key), "claim a Slack request")
+        except StoreError as exc:
+            log.warning("incident store: cannot claim a signed request, answering it: %s", exc)
+            return True
+
+
 class SlackEndpoint:
     """POST /slack/events: Slack's signature checked on the raw bytes, then bolt's WSGI adapter.
 
@@ -145,10 +175,11 @@ class SlackEndpoint:
     nothing else; a signed body that does not parse is a 400 and one log line.
     """
 
-    def __init__(self, app: App, signing_secret: str,
+    def __init__(self, app: App, signing_secret: str, guard: ReplayGuard | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         self.bolt = SlackRequestHandler(app, path=EVENTS_PATH)
         self.secret = signing_secret.encode("utf-8")
+        self.guard = guard if guard is not None else ReplayGuard()
         self.clock = clock
 
     def __call__(self, environ: WSGIEnvironment,
@@ -168,6 +199,11 @@ class SlackEndpoint:
         if problem is not None:
             log.warning("refused a signed request from %s: the body %s", request.client, problem)
             return Response(400, "bad request\n")
+        if not self.guard.first_time(request.headers["x-slack-request-timestamp"],
+                                     request.headers["x-slack-signature"]):
+            log.info("ignored a signed request from %s seen before (same timestamp and "
+                     "signature)", request.client)
+            return Response(200)
         return None
 
     def signature_problem(self, request: Request) -> str | None:

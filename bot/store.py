@@ -34,7 +34,7 @@ from sqlalchemy.orm import sessionmaker
 import migrations
 from bot.config import ConfigError, load_config
 from bot.metrics import STORE_WRITES_FAILED
-from bot.models import Base, DigestRun, Incident, SlackEvent
+from bot.models import Base, DigestRun, Incident, SlackEvent, SlackRequest
 from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -417,23 +417,31 @@ class Store:
         return self._insert_once(run, "claim the digest")
 
     def claim_event(self, event_id: str, at: datetime | None = None) -> bool:
-        """True for exactly one caller per Slack event id: that one answers the event.
+        """True for exactly one caller per Slack event id: that one answers the event."""
+        return self._claim(SlackEvent(event_id=event_id, received_at=_utc(at)),
+                           "claim a Slack event")
 
-        Claims older than EVENT_RETENTION are pruned first, at most once per
-        EVENT_PRUNE_INTERVAL in each process.
-        """
-        now = _utc(at)
+    def claim_request(self, key: str, at: datetime | None = None) -> bool:
+        """True for exactly one caller per signed Slack request (``key``: its timestamp and
+        signature): a request replayed within the signature window, to this replica or
+        another, is answered once."""
+        return self._claim(SlackRequest(key=key, received_at=_utc(at)), "claim a Slack request")
+
+    def _claim(self, row: SlackEvent | SlackRequest, doing: str) -> bool:
+        """Insert a claim; claims older than EVENT_RETENTION are pruned first, at most once
+        per EVENT_PRUNE_INTERVAL in each process."""
+        now = row.received_at
         if self._next_event_prune is None or now >= self._next_event_prune:
             self.prune_events(now - EVENT_RETENTION)
             self._next_event_prune = now + EVENT_PRUNE_INTERVAL
-        return self._insert_once(SlackEvent(event_id=event_id, received_at=now),
-                                 "claim a Slack event")
+        return self._insert_once(row, doing)
 
     def prune_events(self, before: datetime) -> int:
-        """Forget event claims made before ``before``; returns how many."""
-        query = delete(SlackEvent).where(SlackEvent.received_at < _utc(before))
+        """Forget event and request claims made before ``before``; returns how many."""
         with self._failures("prune Slack event claims"), self._sessions.begin() as session:
-            return cast(CursorResult[Any], session.execute(query)).rowcount
+            return sum(cast(CursorResult[Any], session.execute(
+                delete(table).where(table.received_at < _utc(before)))).rowcount
+                for table in (SlackEvent, SlackRequest))
 
     def release_digest(self, week_key: str, channel: str) -> None:
         """Give a claim back after a failed post, so the next attempt can send it."""

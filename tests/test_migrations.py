@@ -22,7 +22,7 @@ from bot.store import MIGRATIONS_DIR, Store, alembic_config
 from triage.verdict import Verdict
 
 ALERT_TABLES = {"alert_claims", "alert_threads", "alert_posts"}
-TABLES = {"incidents", "digest_runs", "slack_events", *ALERT_TABLES}
+TABLES = {"incidents", "digest_runs", "slack_events", "slack_requests", *ALERT_TABLES}
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -56,25 +56,31 @@ def test_upgrade_downgrade_upgrade(database_url: str) -> None:
     store.close()
 
 
-def test_one_step_down_drops_only_the_event_claims(database_url: str) -> None:
+def test_two_steps_down_drop_only_the_claims(database_url: str) -> None:
     store = Store(database_url)
     store.upgrade()
     store.record(Verdict("ml/a", "exhausted", "wait"), cluster="prod", asked_by="cli",
                  source="cli", at=datetime(2026, 11, 23, tzinfo=UTC))
     assert store.claim_event("Ev01") is True
+    assert store.claim_request("k1") is True
+    with store.engine.begin() as connection:
+        alembic.command.downgrade(alembic_config(connection), "0003")
+    assert tables(store) == TABLES - {"slack_requests"}
     with store.engine.begin() as connection:
         alembic.command.downgrade(alembic_config(connection), "0001")
     assert revision(store) == "0001"
-    assert tables(store) == TABLES - {"slack_events", *ALERT_TABLES}
+    assert tables(store) == TABLES - {"slack_events", "slack_requests", *ALERT_TABLES}
     store.upgrade()
     assert tables(store) == TABLES
-    assert store.claim_event("Ev01") is True  # the claims went with their table
+    assert store.claim_event("Ev01") is True  # the claims went with their tables
+    assert store.claim_request("k1") is True
+    assert store.claim_request("k1") is False
     assert len(store.incidents_between(datetime(2026, 1, 1, tzinfo=UTC),
                                        datetime(2027, 1, 1, tzinfo=UTC))) == 1
     store.close()
 
 
-def test_one_step_down_drops_only_the_alert_tables(database_url: str) -> None:
+def test_two_steps_down_drop_only_the_alert_and_request_tables(database_url: str) -> None:
     store = Store(database_url)
     store.upgrade()
     store.record(Verdict("ml/a", "exhausted", "wait"), cluster="prod", asked_by="gpuwhy-watch",
@@ -82,7 +88,7 @@ def test_one_step_down_drops_only_the_alert_tables(database_url: str) -> None:
                  at=datetime(2026, 11, 23, tzinfo=UTC))
     with store.engine.begin() as connection:
         alembic.command.downgrade(alembic_config(connection), "0002")
-    assert tables(store) == TABLES - ALERT_TABLES
+    assert tables(store) == TABLES - ALERT_TABLES - {"slack_requests"}
     store.upgrade()
     assert tables(store) == TABLES
     assert store.incident_for_thread("C0ALERTS", "1.1") is not None

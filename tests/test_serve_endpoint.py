@@ -22,7 +22,14 @@ from test_slack_app import CHANNEL, SECRET, make_app, simple_source, wait_until,
 from bot.app import bolt_app, slack_client
 from bot.config import BotConfig
 from bot.listeners.state import BotState
-from bot.serve import Readiness, SlackEndpoint, cluster_check, http_routes, source_ready
+from bot.serve import (
+    Readiness,
+    ReplayGuard,
+    SlackEndpoint,
+    cluster_check,
+    http_routes,
+    source_ready,
+)
 from bot.sources import SnapshotSource
 from bot.store import Store
 from bot.web import HTTPLimits, HTTPServer
@@ -35,10 +42,10 @@ SLACK_ACK_LIMIT = 3.0
 
 
 @contextmanager
-def serving(app: App | None, source: object = None,
-            limits: HTTPLimits | None = None) -> Iterator[int]:
+def serving(app: App | None, source: object = None, limits: HTTPLimits | None = None,
+            guard: ReplayGuard | None = None) -> Iterator[int]:
     """serve's routes on a free port: Slack's endpoint for ``app`` (None: Socket Mode)."""
-    endpoint = SlackEndpoint(app, SECRET) if app is not None else None
+    endpoint = SlackEndpoint(app, SECRET, guard) if app is not None else None
     routes = http_routes(slack=endpoint, readiness=Readiness({"cluster": cluster_check(source)}))
     server = HTTPServer("127.0.0.1", 0, routes, limits or HTTPLimits())
     thread = threading.Thread(target=server.serve_forever, daemon=True)

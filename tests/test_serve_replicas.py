@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from test_serve_endpoint import FORM, post, serving
 from test_slack_app import (
     CHANNEL,
+    SECRET,
     ask,
     dispatch,
     event_body,
@@ -17,8 +20,9 @@ from test_slack_app import (
     wait_until,
 )
 
+from bot.serve import ReplayGuard
 from bot.store import Store
-from tests.slackfake import FakeSlack
+from tests.slackfake import FakeSlack, command_body, sign
 
 JSON = "application/json"
 
@@ -57,3 +61,38 @@ def test_a_retry_reaching_the_other_replica_is_not_answered_again(
                if call.params.get("thread_ts") == ts]
     assert len(replies) == 2
     assert "event Ev0REPLICA already claimed in the store" in caplog.text
+
+
+def test_a_signed_command_replayed_four_times_is_answered_once(
+        replicas: tuple[Store, Store], slack: FakeSlack,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="bot.serve")
+    store_a, store_b = replicas
+    body = command_body("research/full", response_url=slack.response_url())
+    headers = sign(SECRET, body)  # one timestamp, one signature: the same request each time
+    with serving(make_app(slack, simple_source()), guard=ReplayGuard(store_a)) as port_a, \
+            serving(make_app(slack, simple_source()), guard=ReplayGuard(store_b)) as port_b:
+        statuses = [post(port, body, FORM, **headers)
+                    for port in (port_a, port_b, port_a, port_b)]
+        assert statuses == [(200, "")] * 4
+        slack.wait_for("chat.postMessage")
+        slack.settle(0.5)
+        assert len(slack.calls_to("chat.postMessage")) == 1
+        # The same command signed again (a new request, as a person typing it twice) is
+        # answered again.
+        again = command_body("research/full", response_url=slack.response_url("2"))
+        assert post(port_b, again, FORM, **sign(SECRET, again)) == (200, "")
+        slack.wait_for("chat.postMessage", 2)
+    assert caplog.text.count("seen before (same timestamp and signature)") == 3
+
+
+def test_the_replay_guard_answers_when_the_store_fails(slack: FakeSlack, tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'never-migrated.db'}")  # no tables: every claim fails
+    body = command_body("research/full", response_url=slack.response_url())
+    headers = sign(SECRET, body)
+    with serving(make_app(slack, simple_source()), guard=ReplayGuard(store)) as port:
+        assert [post(port, body, FORM, **headers) for _ in range(3)] == [(200, "")] * 3
+        slack.wait_for("chat.postMessage")
+        slack.settle(0.5)
+        assert len(slack.calls_to("chat.postMessage")) == 1  # memory still stops the replays
+    store.close()
