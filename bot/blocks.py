@@ -29,16 +29,23 @@ MAX_BUTTON_VALUE = 2000  # Block Kit's limit for a button's value
 
 _WHITESPACE = re.compile(r"\s+")
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Slack has no escape for a backtick: a cluster string holding ``` would close the code block
+# it is shown in (the devices and stats tables) or open one. Such runs are shown as look-alikes
+# (single backticks stay: gpuwhy's own actions quote a manifest line with them).
+_FENCE = re.compile(r"`{3,}")
+_FENCE_LOOKALIKE = "\u02cb"
 
 
 def escape_mrkdwn(text: object, limit: int | None = None) -> str:
-    """Escape ``&``, ``<``, ``>`` so Slack shows them literally; clip to ``limit`` escaped chars.
+    """Escape ``&``, ``<``, ``>`` so Slack shows them literally, and neutralise runs of three
+    backticks (a string can never open or close a code block); clip to ``limit`` escaped chars.
 
     Clipping counts escaped characters and never cuts an entity in half.
     """
     parts: list[str] = []
     used = 0
-    for char in str(text):
+    unfenced = _FENCE.sub(lambda run: _FENCE_LOOKALIKE * len(run.group()), str(text))
+    for char in unfenced:
         piece = _ESCAPES.get(char, char)
         if limit is not None and used + len(piece) > limit - 1:
             parts.append("…")

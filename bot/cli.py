@@ -9,6 +9,8 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from bot.cli_options import OneLineParser
+
 # Modules with a ``register(subparsers)`` function; each sets ``func(args) -> int``.
 COMMAND_MODULES = (
     "bot.cli_triage",
@@ -27,13 +29,14 @@ def installed_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="gpuwhy", description="Why won't my GPU pod run? One cause word, one next action."
     )
     parser.add_argument("--version", action="version", version=f"gpuwhy {installed_version()}")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log NodeUnfitPod / NodeFitPod lines (-vv: per device)")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                       parser_class=OneLineParser)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
     return parser
@@ -44,6 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    if args.verbose < 2:
+        # urllib3 warns of each retry of a refused or reset connection; the failure, if it
+        # stays, is gpuwhy's own one line. -vv shows the retries.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     try:
         code: int = args.func(args)
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from bot.cli_options import page_size, seconds
 from bot.render import render_text
 from triage.classify import triage
 from triage.cluster import (
@@ -39,10 +40,10 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl: "
                         "KUBECONFIG, ~/.kube/config, else the pod's service account)")
     parser.add_argument("--context", help="kubeconfig context (default: the current one)")
-    parser.add_argument("--request-timeout", type=float, default=DEFAULT_TIMEOUT,
+    parser.add_argument("--request-timeout", type=seconds, default=DEFAULT_TIMEOUT,
                         metavar="SECONDS", help="give up on one API request after this long "
                         f"(default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--page-size", type=int, default=DEFAULT_PAGE_SIZE, metavar="N",
+    parser.add_argument("--page-size", type=page_size, default=DEFAULT_PAGE_SIZE, metavar="N",
                         help=f"objects per list page (default {DEFAULT_PAGE_SIZE})")
 
 

@@ -22,6 +22,7 @@ from bot.alerts.receiver import PATH as ALERTMANAGER_PATH
 from bot.alerts.service import AlertService
 from bot.app import bolt_app, slack_client
 from bot.cli_cluster import add_cluster_options
+from bot.cli_options import port
 from bot.cli_store import add_db_option
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
@@ -72,7 +73,7 @@ def register(subparsers: Any) -> None:
                     f"otherwise HTTP on --port ({EVENTS_PATH}, needs SLACK_SIGNING_SECRET). "
                     "SLACK_BOT_TOKEN is always needed; SLACK_API_URL overrides the Web API URL.")
     parser.add_argument("--host", default="0.0.0.0", help="address to listen on (default: all)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=port, default=DEFAULT_PORT,
                         help=f"HTTP port for Slack, {HEALTH_PATH}, {READY_PATH} and {METRICS_PATH} "
                              f"(default {DEFAULT_PORT}; 0 picks a free one)")
     parser.add_argument("--snapshot", metavar="DIR",

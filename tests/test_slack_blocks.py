@@ -147,6 +147,22 @@ def test_hostile_strings_in_every_field_are_shown_literally() -> None:
     assert [text.count(HOSTILE_SHOWN) for text in fallbacks] == [4, 2]
 
 
+def test_code_fences_in_cluster_strings_are_neutralised() -> None:
+    """A device type (or any cluster string) holding ``` cannot close the table's code block:
+    every run of three backticks left is one gpuwhy wrote, as with a plain cluster."""
+    raw = (FIXTURES / "verdicts" / "hostile.json").read_text(encoding="utf-8")
+
+    def rendered(replacement: str) -> list[str]:
+        verdict = Verdict.from_dict(json.loads(raw.replace(HOSTILE, replacement)))
+        return [*all_texts(verdict_blocks(verdict)),
+                *all_texts(devices_blocks(verdict, TRIAGED_AT)),
+                verdict_text(verdict), devices_text(verdict, TRIAGED_AT)]
+
+    fenced, plain = rendered("A100```*bold* `x` ```"), rendered("A100 plain")
+    assert [text.count("```") for text in fenced] == [text.count("```") for text in plain]
+    assert any("A100\u02cb\u02cb\u02cb*bold*" in text for text in fenced)
+
+
 def test_scheduler_message_is_quoted_on_one_line() -> None:
     blocks = verdict_blocks(injection_verdict())
     scheduler = [b["text"]["text"] for b in blocks
