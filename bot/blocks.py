@@ -55,6 +55,23 @@ def escape_mrkdwn(text: object, limit: int | None = None) -> str:
     return "".join(parts)
 
 
+MAX_FALLBACK_TEXT = 3900  # a message's text is cut by Slack past 4,000 characters
+
+
+def plain_fallback(text: str, limit: int = MAX_FALLBACK_TEXT) -> str:
+    """A message's text, alone (its blocks were refused), within what Slack shows."""
+    if len(text) <= limit:
+        return text
+    lines, used = [], 0
+    all_lines = text.splitlines()
+    for line in all_lines:
+        if used + len(line) + 1 > limit - 20:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join([*lines, f"+{len(all_lines) - len(lines)} more lines"])
+
+
 def one_line(text: object) -> str:
     return _WHITESPACE.sub(" ", str(text)).strip()
 

@@ -16,7 +16,7 @@ import threading
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, time, timedelta
 from functools import cache
 from typing import Any
@@ -48,6 +48,7 @@ BROKEN_MIN_WEEKS = 2
 TOP = 5
 MAX_WEEKS = 52
 DEFAULT_STATS_WEEKS = 4
+WEEKS_PER_TABLE = 8  # of /gpuwhy stats: 15 causes x 8 weeks stay well inside one section
 
 Blocks = list[dict[str, Any]]
 Post = Callable[[str, str, Blocks], None]  # (channel, fallback text, Block Kit blocks)
@@ -400,10 +401,22 @@ def stats_text(store: Store, weeks: int, now: datetime, timezone: str = "UTC",
 
 def stats_blocks(store: Store, weeks: int, now: datetime, timezone: str = "UTC",
                  scope: Scope = EVERYTHING) -> Blocks:
-    """Block Kit for `/gpuwhy stats [weeks]`; raises StoreError, DigestError."""
+    """Block Kit for `/gpuwhy stats [weeks]`, one table per WEEKS_PER_TABLE weeks (a section
+    holds 3,000 characters: 52 weeks of 15 causes in one table would be three times that);
+    raises StoreError, DigestError."""
     stats = _stats(store, weeks, now, timezone, scope)
-    return _render_blocks("stats.blocks.j2", stats=stats,
-                          table=_render("stats.txt.j2", stats=stats, scope=scope.label))
+    tables = [_render("stats.txt.j2", stats=part, scope=scope.label)
+              for part in _week_slices(stats, WEEKS_PER_TABLE)]
+    return _render_blocks("stats.blocks.j2", stats=stats, tables=tables)
+
+
+def _week_slices(stats: Stats, size: int) -> list[Stats]:
+    """``stats`` cut into consecutive runs of at most ``size`` weeks, oldest first."""
+    return [replace(stats, weeks=stats.weeks[at:at + size],
+                    rows=tuple(replace(row, counts=row.counts[at:at + size])
+                               for row in stats.rows),
+                    totals=stats.totals[at:at + size])
+            for at in range(0, len(stats.weeks), size)]
 
 
 def load_digest(store: Store, start: datetime, tz: ZoneInfo, weeks: int = 1,

@@ -28,6 +28,7 @@ from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
 from bot.fleet import Fleet, UnavailableSource
 from bot.journal import IncidentJournal, store_status
+from bot.listeners.replies import post_message
 from bot.metrics import CacheReading
 from bot.sources import TriageSource, WatchSource
 from bot.store import Store, StoreError
@@ -255,7 +256,7 @@ def digest_thread(store: Store, client: WebClient, schedule: DigestSchedule,
     """The weekly digest, checked every minute in a daemon thread (not started yet)."""
 
     def post(channel: str, text: str, blocks: Blocks) -> None:
-        client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+        post_message(client, "the weekly digest", channel=channel, text=text, blocks=blocks)
 
     scheduler = DigestScheduler(store, post, schedule)
     return threading.Thread(target=scheduler.run_forever, args=(stop,), name="gpuwhy-digest",

@@ -28,6 +28,8 @@ from bot.listeners.replies import (
     cluster_failure,
     cluster_refusal,
     namespace_refusal,
+    post_message,
+    respond_with,
 )
 from bot.listeners.state import BotState
 from bot.store import Store, StoreError
@@ -119,19 +121,20 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
                   cluster=cluster if state.fleet.several else None, as_of=source.as_of(),
                   now=state.clock())
     blocks, text = verdict_blocks(shown, line), verdict_text(shown, line)
+    what = f"the answer for {ref}"
     if private:
-        respond(text=text, blocks=blocks)
+        respond_with(respond, what, text=text, blocks=blocks)
         state.remember(verdict, cluster=cluster, asked_by=user, channel=channel,
                        message_ts=None)
         return
     try:
-        posted = client.chat_postMessage(channel=channel, text=text, blocks=blocks)
+        posted = post_message(client, what, channel=channel, text=text, blocks=blocks)
     except SlackApiError as exc:
         # Typically not_in_channel: the asker still gets the answer, just without a thread.
         log.warning("cannot post in %s (%s); answering %s privately", channel,
                     exc.response.get("error"), user)
-        respond(text=f"{text}\n(I can't post in this channel; invite me to get a thread.)",
-                blocks=blocks)
+        respond_with(respond, what, blocks=blocks,
+                     text=f"{text}\n(I can't post in this channel; invite me to get a thread.)")
         return
     state.remember(verdict, cluster=cluster, asked_by=user, channel=str(posted["channel"]),
                    message_ts=str(posted["ts"]))
@@ -181,4 +184,4 @@ def post_stats(state: BotState, store: Store, respond: Respond, weeks: int,
     except (StoreError, DigestError) as exc:
         respond(text=escape_mrkdwn(one_line(exc), 2000))
         return
-    respond(text=text, blocks=blocks)
+    respond_with(respond, f"stats for {weeks} weeks", text=text, blocks=blocks)

@@ -8,7 +8,7 @@ import re
 from slack_sdk import WebClient
 
 from bot.devices import devices_blocks, devices_text
-from bot.listeners.replies import CHANNEL_REFUSAL, namespace_refusal
+from bot.listeners.replies import CHANNEL_REFUSAL, namespace_refusal, post_message
 from bot.listeners.state import BotState
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,8 @@ def reply_with_devices(state: BotState, client: WebClient, *, channel: str, thre
                    else CHANNEL_REFUSAL)
         client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, text=refusal)
         return True
-    client.chat_postMessage(
-        channel=channel, thread_ts=thread_ts,
+    post_message(
+        client, f"the devices of {posted.verdict.ref}", channel=channel, thread_ts=thread_ts,
         text=devices_text(posted.verdict, posted.created_at),
         blocks=devices_blocks(posted.verdict, posted.created_at),
     )
