@@ -13,8 +13,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -52,7 +50,6 @@ EVENT_PRUNE_INTERVAL = timedelta(hours=1)
 DIGEST_CLAIM_RETENTION = timedelta(days=14)
 # What an answer waits on from the store (an event claim, a thread lookup) gives up after this.
 QUICK_TIMEOUT_S = 1.0
-QUICK_WORKERS = 4
 QUICK_PENDING = 32
 T = TypeVar("T")
 # Alembic keeps the running migration in module globals: one migration per process at a time.
@@ -233,30 +230,38 @@ class Store:
         self.url = _safe(self.engine.url)
         self._sessions = sessionmaker(self.engine)
         self._next_event_prune: datetime | None = None
-        self._quick = ThreadPoolExecutor(QUICK_WORKERS, thread_name_prefix="gpuwhy-store")
         self._quick_slots = threading.BoundedSemaphore(QUICK_PENDING)
 
     def quickly(self, call: Callable[[], T], doing: str,
                 timeout: float = QUICK_TIMEOUT_S) -> T:
         """``call()``, or a StoreError after ``timeout`` seconds: for what an answer waits on
         (a locked SQLite file waits out its busy timeout; a PostgreSQL that accepts and never
-        answers, its connect timeout). The call itself runs on to its end in the background."""
+        answers, its connect timeout). The call runs on to its end in a daemon thread, which
+        never holds up the process's exit (a pool's workers would, at interpreter exit)."""
         if not self._quick_slots.acquire(blocking=False):
             raise StoreError(f"database {self.url}: cannot {doing}: too many calls waiting")
-        try:
-            future = self._quick.submit(call)
-        except RuntimeError as exc:  # closed
-            self._quick_slots.release()
-            raise StoreError(f"database {self.url}: cannot {doing}: {exc}") from exc
-        future.add_done_callback(lambda _: self._quick_slots.release())
-        try:
-            return future.result(timeout)
-        except FutureTimeout:
+        done = threading.Event()
+        outcome: list[T] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(call())
+            except BaseException as exc:  # handed to the caller below
+                failure.append(exc)
+            finally:
+                self._quick_slots.release()
+                done.set()
+
+        threading.Thread(target=run, name="gpuwhy-store", daemon=True).start()
+        if not done.wait(timeout):
             raise StoreError(f"database {self.url}: cannot {doing}: no answer within "
-                             f"{timeout:g} s") from None
+                             f"{timeout:g} s")
+        if failure:
+            raise failure[0]
+        return outcome[0]
 
     def close(self) -> None:
-        self._quick.shutdown(wait=False, cancel_futures=True)
         self.engine.dispose()
 
     @property
