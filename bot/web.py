@@ -9,6 +9,7 @@ trickles its headers a byte at a time is cut off too.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -183,7 +184,9 @@ class HTTPServer:
         self._server.task_dispatcher.shutdown(timeout=self.limits.shutdown_grace_s)
         self._stopping.set()
         if self._serving:
-            self._server.pull_trigger()
+            # The loop may have seen the flag and closed its trigger already.
+            with contextlib.suppress(OSError):
+                self._server.pull_trigger()
             self._stopped.wait(self.limits.shutdown_grace_s + 1)
         else:
             wasyncore.close_all(self._map)
