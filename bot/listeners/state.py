@@ -107,9 +107,9 @@ class BotState:
         now = self.clock()
         if message_ts is not None:
             self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
+        ANSWERS.labels(verdict.cause, source).inc()  # before the log line tests wait for
         log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
                  channel, message_ts or "(private)")
-        ANSWERS.labels(verdict.cause, source).inc()
         if self.journal is not None:
             self.journal.append(JournalEntry(
                 verdict, cluster=cluster, asked_by=asked_by, source=source,
