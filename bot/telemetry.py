@@ -206,8 +206,9 @@ class TelemetrySource:
 def add_prometheus_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prometheus", metavar="URL",
                         help="Prometheus with DCGM exporter's series (default: prometheus.url "
-                             f"of the config, ${URL_ENV}; bearer token from ${TOKEN_ENV}, CA "
-                             f"bundle from ${CA_ENV})")
+                             f"of the config or of the --cluster's entry, ${URL_ENV}; bearer "
+                             "token and CA bundle from the variables prometheus.token_env / "
+                             f"ca_env name, by default ${TOKEN_ENV} / ${CA_ENV})")
 
 
 def with_prometheus(source: TriageSource, settings: PrometheusSettings | None) -> TriageSource:
