@@ -11,8 +11,10 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from bot.cli_options import page_size, seconds
+from bot.config import ConfigError, load_config
 from bot.render import render_text
 from triage.classify import triage
+from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.cluster import (
     DEFAULT_PAGE_SIZE,
     DEFAULT_TIMEOUT,
@@ -22,10 +24,12 @@ from triage.cluster import (
     dry_run_pod,
     kubeconfig_namespace,
     load_api_client,
+    missing_claims,
     preflight_snapshot,
     read_bundle,
     read_manifest,
 )
+from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import PodRef
 from triage.snapshot import DUMP_FILES
@@ -105,12 +109,13 @@ def run_check(args: argparse.Namespace) -> int:
             raise ManifestError(
                 f"{args.filename}: names namespace {', '.join(sorted(namespaces))}, "
                 f"not {args.namespace}; drop -n or make them agree")
-    except ManifestError as exc:
+        config = load_config()
+    except (ManifestError, ConfigError) as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
         api_client = api_client_from(args)
         fallback = args.namespace or kubeconfig_namespace(args.kubeconfig, args.context)
-        results = [_check_one(args, api_client, p, p.namespace or fallback)
+        results = [_check_one(args, api_client, p, p.namespace or fallback, config.triage)
                    for p in manifest_pods]
     except ClusterError as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
@@ -118,7 +123,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _check_one(args: argparse.Namespace, api_client: ApiClient, manifest_pod: ManifestPod,
-               namespace: str) -> bool:
+               namespace: str, config: TriageConfig) -> bool:
     """Print the answer for one pod; True when it would schedule."""
     print(f"{manifest_pod.source} in namespace {namespace} (server dry-run; nothing created)")
     try:
@@ -132,12 +137,38 @@ def _check_one(args: argparse.Namespace, api_client: ApiClient, manifest_pod: Ma
                   f"Next: {info.next_action}\n")
         return False
     snapshot = preflight_snapshot(api_client, pod, args.page_size, args.request_timeout)
-    verdict = triage(snapshot, PodRef(namespace, pod["metadata"]["name"]))
-    if Cause(verdict.cause) in _WOULD_SCHEDULE:
-        print(f"✅ would schedule — {verdict.node_summary or 'admitted'}\n")
+    # The dry run names the pod from generateName; the answer speaks of the manifest's name.
+    created, wanted = (f"{namespace}/{pod['metadata']['name']}",
+                       f"{namespace}/{manifest_pod.source.partition('/')[2]}")
+    verdict = triage(snapshot, PodRef(namespace, pod["metadata"]["name"]), config)
+    cause = Cause(verdict.cause)
+    if cause == Cause.NO_GPU_REQUEST:
+        print("✅ would schedule (asks for no GPU)\n")
         return True
-    print(f"would not schedule:\n{render_text(verdict)}")
-    return False
+    if cause not in _WOULD_SCHEDULE:
+        print(f"would not schedule:\n{render_text(verdict).replace(created, wanted)}")
+        return False
+    if missing := missing_claims(api_client, pod, args.request_timeout):
+        claims = ", ".join(f"{namespace}/{name}" for name in missing)
+        _would_not(Cause.OTHER_CONSTRAINT, wanted,
+                   f"PersistentVolumeClaim {claims} does not exist, and the scheduler does not "
+                   "place a pod before its claims do (it says persistentvolumeclaim not "
+                   "found). Create the claim or fix claimName.")
+        return False
+    scheduler = str(pod.get("spec", {}).get("schedulerName") or DEFAULT_SCHEDULER)
+    if not scheduler_serves(snapshot, scheduler):
+        _would_not(Cause.SCHEDULER_UNAVAILABLE, wanted,
+                   f"spec.schedulerName {scheduler}: no pod in the cluster was bound by a "
+                   "scheduler of that name, so nothing would schedule this one. Start that "
+                   f"scheduler, or fix schedulerName (GPU-wise: {verdict.node_summary}).")
+        return False
+    print(f"✅ would schedule — {verdict.node_summary or 'admitted'}\n")
+    return True
+
+
+def _would_not(cause: Cause, ref: str, action: str) -> None:
+    print(f"would not schedule:\n{CAUSE_INFO[cause].emoji} {cause.value} — {ref}\n"
+          f"Next: {action}\n")
 
 
 def _fail(message: str, code: int) -> int:

@@ -54,6 +54,7 @@ KINDS = (
     Kind("events", "Event", "v1"),
     Kind("resourcequotas", "ResourceQuota", "v1"),
     Kind("runtimeclasses", "RuntimeClass", "node.k8s.io/v1", namespaced=False),
+    Kind("persistentvolumeclaims", "PersistentVolumeClaim", "v1"),
     Kind("deployments", "Deployment", "apps/v1"),
     Kind("replicasets", "ReplicaSet", "apps/v1"),
     Kind("statefulsets", "StatefulSet", "apps/v1"),

@@ -119,7 +119,7 @@ def test_the_funnel_says_why_it_would_not_schedule(api: FakeKubeAPI, tmp_path: P
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert check(api, tmp_path, pod("big", "a10-full", gpus=1)) == 1
     out = capsys.readouterr().out
-    assert "would not schedule:\n⏳ exhausted — research/big-x7k2q" in out
+    assert "would not schedule:\n⏳ exhausted — research/big" in out
     assert "held by ml/train-a, team-b/train-b" in out
 
 
@@ -162,7 +162,7 @@ def test_every_pod_of_a_multi_document_manifest_is_checked(
     assert check(api, tmp_path, manifest) == 1
     out = capsys.readouterr().out
     assert "✅ would schedule" in out
-    assert "🎯 selector-mismatch — research/nowhere-x7k2q" in out
+    assert "🎯 selector-mismatch — research/nowhere" in out
 
 
 def test_cannot_create_is_a_forbidden_sentence(api: FakeKubeAPI, tmp_path: Path,
@@ -215,7 +215,7 @@ def test_a_statefulset_template_is_checked(api: FakeKubeAPI, tmp_path: Path,
     out = capsys.readouterr().out
     assert out.startswith("StatefulSet/db in namespace research (server dry-run; nothing "
                           "created)\n")
-    assert "too-large — research/db-x7k2q" in out
+    assert "too-large — research/db" in out
     assert [d["metadata"] for d in api.dry_runs] == [
         {"labels": {"app": "db"}, "generateName": "db-", "namespace": "research"}]
 
@@ -239,3 +239,89 @@ def test_namespace_flag_must_agree_with_the_manifest(api: FakeKubeAPI, tmp_path:
     assert capsys.readouterr().err.endswith(
         "names namespace ml, not research; drop -n or make them agree\n")
     assert api.dry_runs == []
+
+
+# --- what a pre-flight reports beyond the funnel --------------------------------------------
+
+CPU_ONLY = """\
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - name: web
+    image: web:1
+    resources: {limits: {cpu: "1"}}
+"""
+
+
+def test_the_manifests_name_is_kept(api: FakeKubeAPI, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(api, tmp_path, pod("big", "a10-full")) == 1
+    out = capsys.readouterr().out
+    assert api.dry_runs[0]["metadata"]["generateName"] == "big-"
+    assert "x7k2q" not in out  # the name the dry run generated
+    assert "would not schedule:\n⏳ exhausted — research/big\nNext: gpu-a10-full has 2/2" in out
+
+
+def test_a_pod_asking_for_no_gpu_would_schedule(api: FakeKubeAPI, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert check(api, tmp_path, CPU_ONLY) == 0
+    assert capsys.readouterr().out == (
+        "Pod/web in namespace research (server dry-run; nothing created)\n"
+        "✅ would schedule (asks for no GPU)\n\n")
+
+
+def test_configured_gpu_resources_are_honoured(api: FakeKubeAPI, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text("triage: {gpu_resources: [example.com/accel]}\n")
+    monkeypatch.setenv("GPUWHY_CONFIG", str(config))
+    assert check(api, tmp_path, pod("small", "a100")) == 0  # nvidia.com/gpu: not a GPU here
+    assert "✅ would schedule (asks for no GPU)" in capsys.readouterr().out
+
+
+def test_a_scheduler_nobody_runs_is_scheduler_unavailable(
+        api: FakeKubeAPI, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = pod("small", "a100").replace("spec:\n", "spec:\n  schedulerName: volcano\n")
+    assert check(api, tmp_path, manifest) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[1:4] == [
+        "would not schedule:",
+        "📭 scheduler-unavailable — research/small",
+        "Next: spec.schedulerName volcano: no pod in the cluster was bound by a scheduler of "
+        "that name, so nothing would schedule this one. Start that scheduler, or fix "
+        "schedulerName (GPU-wise: 6 nodes: 5 not fit (5 selector-mismatch), 1 fit "
+        "(gpu-a100-1: 0.75)).",
+    ]
+
+
+def test_a_scheduler_that_bound_pods_is_taken_to_run(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    hami = Path(__file__).parents[1] / "fixtures" / "scenarios" / "hami-sharing"
+    manifest = pod("small", "x").replace("  nodeSelector:\n    pool: x\n",
+                                         "  schedulerName: hami-scheduler\n")
+    with FakeKubeAPI(hami) as server:
+        assert check(server, tmp_path, manifest, "-n", "hami") == 0
+    assert "✅ would schedule — " in capsys.readouterr().out
+
+
+def test_a_missing_volume_claim_is_other_constraint(api: FakeKubeAPI, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = pod("small", "a100") + (
+        "  volumes:\n  - name: data\n    persistentVolumeClaim: {claimName: datasets}\n")
+    assert check(api, tmp_path, manifest) == 1
+    assert capsys.readouterr().out.splitlines()[1:4] == [
+        "would not schedule:",
+        "🧷 other-constraint — research/small",
+        "Next: PersistentVolumeClaim research/datasets does not exist, and the scheduler does "
+        "not place a pod before its claims do (it says persistentvolumeclaim not found). Create "
+        "the claim or fix claimName.",
+    ]
+    api.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+               "metadata": {"name": "datasets", "namespace": "research"},
+               "spec": {"accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}}},
+               "status": {"phase": "Bound"}})
+    assert check(api, tmp_path, manifest) == 0

@@ -22,6 +22,7 @@ from triage.cluster.manifest import (
     ManifestError,
     ManifestPod,
     dry_run_pod,
+    missing_claims,
     preflight_snapshot,
     read_manifest,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "EVENTS", "NODES", "PODS", "QUOTAS",
     "RUNTIME_CLASSES", "WORKLOADS", "AdmissionRejected", "ClusterReader", "IndexedSnapshot",
     "Kubeconfig", "ManifestError", "ManifestPod", "Resource", "WatchCache", "dry_run_pod",
-    "find_kubeconfig", "kubeconfig_namespace", "load_api_client", "preflight_snapshot",
+    "find_kubeconfig", "kubeconfig_namespace", "load_api_client", "missing_claims",
+    "preflight_snapshot",
     "read_bundle", "read_manifest", "read_ref_objects", "read_snapshot", "server_url",
 ]

@@ -18,8 +18,10 @@ from triage.cluster.reader import (
     NODES,
     NON_TERMINATED,
     PODS,
+    VOLUME_CLAIMS,
     ClusterReader,
 )
+from triage.errors import ClusterError
 from triage.objects import K8sObject
 from triage.snapshot import Snapshot
 
@@ -132,3 +134,22 @@ def preflight_snapshot(api_client: ApiClient, pod: K8sObject,
     quotas, runtime_classes = namespace_policy(reader, namespace, page_size)
     return Snapshot(nodes=nodes, pods=merge_pods(pods, [pod]), resourcequotas=quotas,
                     runtimeclasses=runtime_classes, cluster=reader.server)
+
+
+def missing_claims(api_client: ApiClient, pod: K8sObject,
+                   timeout: float = DEFAULT_TIMEOUT) -> list[str]:
+    """The PersistentVolumeClaims the pod mounts that do not exist (the scheduler waits on them,
+    "persistentvolumeclaim \"x\" not found"). One GET per claim; a claim gpuwhy may not read
+    is not reported missing."""
+    reader = ClusterReader(api_client, timeout)
+    namespace = pod["metadata"].get("namespace", "")
+    names = [str(claim["claimName"]) for volume in pod.get("spec", {}).get("volumes") or []
+             if (claim := volume.get("persistentVolumeClaim") or {}).get("claimName")]
+    missing = []
+    for name in dict.fromkeys(names):
+        try:
+            if reader.get(VOLUME_CLAIMS, namespace, name) is None:
+                missing.append(name)
+        except ClusterError:
+            continue
+    return missing

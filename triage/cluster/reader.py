@@ -57,6 +57,7 @@ PODS = Resource("pods", "Pod", "v1")
 EVENTS = Resource("events", "Event", "v1")
 QUOTAS = Resource("resourcequotas", "ResourceQuota", "v1")
 RUNTIME_CLASSES = Resource("runtimeclasses", "RuntimeClass", "node.k8s.io/v1")
+VOLUME_CLAIMS = Resource("persistentvolumeclaims", "PersistentVolumeClaim", "v1")
 # Dynamic Resource Allocation (GA in Kubernetes 1.34); a cluster may not serve the group.
 DEVICE_CLASSES = Resource("deviceclasses", "DeviceClass", "resource.k8s.io/v1")
 RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v1")

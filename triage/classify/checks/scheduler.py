@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from triage.classify.subject import Finding, Subject
+from triage.objects import is_terminated
+from triage.snapshot import Snapshot
 from triage.verdict import Evidence
 from triage.vocabulary import FIT, Cause
 
@@ -18,3 +20,17 @@ def check_scheduler_unavailable(subject: Subject) -> Finding | None:
                    [Evidence(f"Pod {subject.label}", "spec.schedulerName", scheduler),
                     Evidence(f"Pod {subject.label}", "events / PodScheduled condition",
                              "none from any scheduler")])
+
+
+DEFAULT_SCHEDULER = "default-scheduler"
+
+
+def scheduler_serves(snapshot: Snapshot, scheduler: str) -> bool:
+    """Does a scheduler of that name run? The default one is taken to; another one shows by
+    the pods it bound: a non-terminated pod naming it with spec.nodeName set. (A pre-flight has
+    no events to go by: nobody has scheduled the would-be pod yet.)"""
+    if scheduler in ("", DEFAULT_SCHEDULER):
+        return True
+    return any(pod.get("spec", {}).get("schedulerName") == scheduler
+               and pod.get("spec", {}).get("nodeName") and not is_terminated(pod)
+               for pod in snapshot.pods)
