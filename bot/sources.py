@@ -24,7 +24,7 @@ from triage.cluster import (
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.objects import K8sObject
 from triage.refs import PodRef
-from triage.snapshot import DUMP_FILES, Snapshot
+from triage.snapshot import Snapshot, parse_rfc3339
 from triage.verdict import Verdict
 
 log = logging.getLogger("gpuwhy.triage")
@@ -61,7 +61,7 @@ class SnapshotSource:
         self.snapshot = Snapshot.from_dir(directory, cluster)
         self.cluster = self.snapshot.cluster
         self.config = config
-        self._as_of = dump_time(Path(directory))
+        self._as_of = parse_rfc3339(self.snapshot.read_at) if self.snapshot.read_at else None
 
     def pods(self) -> list[K8sObject]:
         """The dump's pods, for the stuck-pod watch."""
@@ -74,10 +74,6 @@ class SnapshotSource:
         return self._as_of
 
 
-def dump_time(directory: Path) -> datetime | None:
-    """When a dump directory was written: its newest dump file's modification time."""
-    times = [path.stat().st_mtime for name in DUMP_FILES if (path := directory / name).is_file()]
-    return datetime.fromtimestamp(max(times), UTC) if times else None
 
 
 class LiveSource:

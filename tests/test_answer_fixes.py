@@ -9,7 +9,7 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -260,3 +260,48 @@ def test_a_deleted_pod_is_not_said_to_have_no_events(tmp_path: Path) -> None:
             "involvedObject.name=ok).")
         assert "no event" not in verdict.action
         assert verdict.evidence[1].value.startswith("Successfully assigned research/ok to ")
+
+
+# --- scheduler-unavailable for a pod created moments ago ------------------------------------
+
+HAMI_SHARING = SEVEN_STATES.parent / "hami-sharing"
+
+
+def test_a_pod_created_moments_ago_is_said_to_be_new(tmp_path: Path) -> None:
+    dump = shutil.copytree(HAMI_SHARING, tmp_path / "hami", copy_function=shutil.copy)
+    written = datetime(2026, 11, 30, 12, 53, 6, tzinfo=UTC).timestamp()  # 6 s after creation
+    for path in dump.iterdir():
+        os.utime(path, (written, written))
+    verdict = SnapshotSource(dump).triage(parse_ref("hami/fits-small"))
+    assert verdict.cause == "scheduler-unavailable"
+    assert verdict.action.startswith(
+        "hami/fits-small was created 6 s ago: the scheduler may not have looked yet; ask again "
+        "in a minute. GPU-wise ")
+    assert verdict.action.endswith(
+        " fit; if it still waits then, check that hami-scheduler (spec.schedulerName) is running.")
+
+
+def test_an_old_pod_no_scheduler_spoke_about_is_not_called_new(tmp_path: Path) -> None:
+    verdict = SnapshotSource(HAMI_SHARING).triage(parse_ref("hami/fits-small"))
+    assert verdict.cause == "scheduler-unavailable"
+    assert "created" not in verdict.action
+    assert "no scheduler has said anything about hami/fits-small" in verdict.action
+
+
+def test_live_and_watched_reads_know_when_they_read(tmp_path: Path) -> None:
+    with FakeKubeAPI(HAMI_SHARING) as api:
+        pods = json.loads((HAMI_SHARING / "pods.json").read_text())["items"]
+        [fresh] = [p for p in pods if p["metadata"]["name"] == "fits-small"]
+        just_now = datetime.now(UTC) - timedelta(seconds=3)
+        fresh["metadata"]["creationTimestamp"] = just_now.strftime("%Y-%m-%dT%H:%M:%SZ")
+        api.apply(fresh)
+        kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+        watch = WatchSource(kubeconfig, retry_delay=0.05).start()
+        try:
+            assert watch.wait_ready(10)
+            for source in (LiveSource(kubeconfig), watch):
+                action = source.triage(parse_ref("hami/fits-small")).action
+                assert re.match(r"hami/fits-small was created [0-9]+ s ago: the scheduler may "
+                                "not have looked yet", action), action
+        finally:
+            watch.stop()

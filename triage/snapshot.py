@@ -11,6 +11,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
@@ -55,6 +56,9 @@ class Snapshot:
     # Reads that failed but did not stop the triage (events, quotas, RuntimeClasses), one
     # sentence each; the Verdict carries them as its ``error``.
     problems: tuple[str, ...] = ()
+    # When the objects were read (RFC 3339, UTC; a dump: when its newest file was written);
+    # "" when unknown. Classify has no clock: it compares object times with this.
+    read_at: str = ""
 
     # -- reading and writing dump directories ---------------------------------------
 
@@ -66,7 +70,10 @@ class Snapshot:
         lists: dict[str, Any] = {}
         for filename, attribute in DUMP_FILES.items():
             lists[attribute] = _read_list(directory / filename)
-        return cls(**lists, cluster=cluster or directory.name)
+        written = [path.stat().st_mtime for name in DUMP_FILES
+                   if (path := directory / name).is_file()]
+        return cls(**lists, cluster=cluster or directory.name,
+                   read_at=rfc3339(datetime.fromtimestamp(max(written), UTC)) if written else "")
 
     def to_dir(self, path: str | Path) -> None:
         directory = Path(path)
@@ -205,6 +212,16 @@ class Snapshot:
 
     def namespace_objects(self, objects: Iterable[K8sObject], namespace: str) -> list[K8sObject]:
         return [o for o in objects if o.get("metadata", {}).get("namespace") == namespace]
+
+
+def rfc3339(moment: datetime) -> str:
+    """A timezone-aware moment as the API server writes times: 2026-11-30T12:50:44Z."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(stamp: str) -> datetime:
+    """An API server time ("2026-11-30T12:50:44Z", fractions allowed); ValueError if not one."""
+    return datetime.fromisoformat(stamp)
 
 
 def _event_order(event: Mapping[str, Any]) -> tuple[str, str]:

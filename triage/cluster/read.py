@@ -33,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
@@ -60,7 +61,7 @@ from triage.cluster.reader import (
 from triage.errors import ClusterError
 from triage.objects import K8sObject, object_key
 from triage.refs import PodRef
-from triage.snapshot import WORKLOAD_KINDS, Snapshot
+from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339
 
 # More names than this: one list of the namespace's events instead of one request per name.
 MAX_EVENT_QUERIES = 8
@@ -282,7 +283,7 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
                     workloads=found.workloads, dra=dra, cluster=cluster or reader.server,
-                    problems=tuple(found.problems))
+                    problems=tuple(found.problems), read_at=rfc3339(datetime.now(UTC)))
 
 
 def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEFAULT_PAGE_SIZE,

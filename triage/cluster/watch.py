@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterable, Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cached_property
 from typing import Any
@@ -41,7 +42,7 @@ from triage.errors import ClusterError
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import sum_requests
 from triage.refs import PodRef
-from triage.snapshot import Snapshot
+from triage.snapshot import Snapshot, rfc3339
 
 log = logging.getLogger(__name__)
 
@@ -517,6 +518,7 @@ class WatchCache:
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
             dra=[*policy, *self.claims.view(), *self.slices.view()],
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
+            read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node,
             requested_by_node=requested,
             namespace_pods=tuple(self.pods.in_namespace(ref.namespace)),

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 from triage.classify.subject import Finding, Subject
 from triage.objects import is_terminated
-from triage.snapshot import Snapshot
+from triage.snapshot import Snapshot, parse_rfc3339
 from triage.verdict import Evidence
 from triage.vocabulary import FIT, Cause
+
+# A scheduler usually looks at a new pod within a second or two; under a burst, longer.
+JUST_CREATED_S = 60
 
 
 def check_scheduler_unavailable(subject: Subject) -> Finding | None:
     scheduler = subject.spec.get("schedulerName") or "default-scheduler"
     fitting = [r.name for r in subject.reports.values() if r.outcome == FIT]
+    age = _age_seconds(subject)
+    if age is not None and age < JUST_CREATED_S:
+        return Finding(Cause.SCHEDULER_UNAVAILABLE,
+                       f"{subject.label} was created {age} s ago: the scheduler may not have "
+                       "looked yet; ask again in a minute. GPU-wise "
+                       f"{', '.join(fitting[:3]) or 'a node'} fit; if it still waits then, "
+                       f"check that {scheduler} (spec.schedulerName) is running.",
+                       [Evidence(f"Pod {subject.label}", "metadata.creationTimestamp",
+                                 f"{age} s before the cluster was read"),
+                        Evidence(f"Pod {subject.label}", "spec.schedulerName", scheduler)])
     return Finding(Cause.SCHEDULER_UNAVAILABLE,
                    f"GPU-wise {', '.join(fitting[:3]) or 'a node'} fit, but no scheduler has said "
                    f"anything about {subject.label}: spec.schedulerName {scheduler} is not "
@@ -20,6 +33,19 @@ def check_scheduler_unavailable(subject: Subject) -> Finding | None:
                    [Evidence(f"Pod {subject.label}", "spec.schedulerName", scheduler),
                     Evidence(f"Pod {subject.label}", "events / PodScheduled condition",
                              "none from any scheduler")])
+
+
+def _age_seconds(subject: Subject) -> int | None:
+    """Seconds from the pod's creation to when the Snapshot was read; None when unknown."""
+    created = str((subject.pod or {}).get("metadata", {}).get("creationTimestamp") or "")
+    read_at = subject.snapshot.read_at
+    if not created or not read_at:
+        return None
+    try:
+        seconds = (parse_rfc3339(read_at) - parse_rfc3339(created)).total_seconds()
+    except ValueError:
+        return None
+    return max(0, int(seconds))
 
 
 DEFAULT_SCHEDULER = "default-scheduler"
