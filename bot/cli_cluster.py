@@ -60,8 +60,8 @@ def register(subparsers: Any) -> None:
         "snapshot", help="write a support bundle: the cluster as a dump directory",
         description="Write nodes, pods, events, quotas, RuntimeClasses and workloads as "
         f"{', '.join(DUMP_FILES)} (the format `gpuwhy triage --snapshot DIR` reads). Pods: "
-        "every non-terminated pod, plus the finished ones of --namespace (so a finished pod "
-        "can be triaged from the bundle only with its namespace named). Read only.")
+        "every non-terminated pod, plus the finished ones of --namespace, or without it the "
+        "finished ones that events or workloads in the bundle name. Read only.")
     snapshot.add_argument("directory", metavar="DIR")
     snapshot.add_argument("-n", "--namespace", default="",
                           help="events, quotas, workloads of this namespace only "

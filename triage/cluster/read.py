@@ -286,6 +286,20 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
                     problems=tuple(found.problems), read_at=rfc3339(datetime.now(UTC)))
 
 
+def _finished_pods_named(reader: ClusterReader, events: Iterable[K8sObject],
+                         workloads: Iterable[K8sObject], page_size: int) -> list[K8sObject]:
+    """Succeeded / Failed pods an event is about, or a workload owns (one list per phase)."""
+    named = {(str(involved.get("namespace", "")), str(involved.get("name", "")))
+             for event in events
+             if (involved := event.get("involvedObject") or event.get("regarding") or {})
+             .get("kind") == "Pod"}
+    owners = {uid for workload in workloads if (uid := workload["metadata"].get("uid"))}
+    finished = [pod for phase in ("Succeeded", "Failed")
+                for pod in reader.list_all(PODS, field_selector=f"status.phase={phase}",
+                                           page_size=page_size)[0]]
+    return [pod for pod in finished if object_key(pod) in named or _owned_by(pod, owners)]
+
+
 def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEFAULT_PAGE_SIZE,
                 timeout: float = DEFAULT_TIMEOUT) -> Snapshot:
     """A support bundle (``gpuwhy snapshot``): what any triage in ``namespace`` could read.
@@ -293,7 +307,9 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
     Nodes and RuntimeClasses; the non-terminated pods of every namespace (what a live triage
     reads), plus, with a namespace, that namespace's finished pods (a Job's history); the
     namespace's events, quotas and workloads. Without a namespace: every namespace's events,
-    quotas and workloads, and no finished pods, so the bundle triages like the live cluster.
+    quotas and workloads, and the finished pods that those events or workloads name (a pod an
+    event is about, a Job's pods), so a pod someone may ask about is in the bundle, without
+    the thousands of finished pods a busy cluster keeps.
     """
     reader = ClusterReader(api_client, timeout)
     nodes, _ = reader.list_all(NODES, page_size=page_size)
@@ -305,6 +321,8 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
     quotas, runtime_classes = namespace_policy(reader, namespace, page_size)
     workloads = [w for kind in WORKLOAD_KINDS
                  for w in reader.list_all(WORKLOADS[kind], namespace, page_size=page_size)[0]]
+    if not namespace:
+        pods = merge_pods(pods, _finished_pods_named(reader, events, workloads, page_size))
     # Claims of every namespace: any of them may hold the devices a pod here waits for.
     dra = [*read_dra_policy(reader, namespace, page_size),
            *served(reader, RESOURCE_CLAIMS, page_size=page_size),
