@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -28,7 +29,7 @@ from bot.config import BotConfig
 from bot.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
 from bot.store import Store
 from bot.visibility import hide_text
-from tests.kubeapi import FakeKubeAPI
+from tests.kubeapi import FakeKubeAPI, status_body
 from tests.slackfake import FakeSlack
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
@@ -305,3 +306,24 @@ def test_live_and_watched_reads_know_when_they_read(tmp_path: Path) -> None:
                                 "not have looked yet", action), action
         finally:
             watch.stop()
+
+
+def test_a_watch_that_lost_its_server_dates_its_answers(tmp_path: Path) -> None:
+    with FakeKubeAPI(SEVEN_STATES) as api:
+        watch = WatchSource(str(api.kubeconfig(tmp_path / "kubeconfig")), retry_delay=0.05,
+                            stale_after=1.0).start()
+        try:
+            assert watch.wait_ready(10)
+            time.sleep(1.5)
+            assert watch.as_of() is None  # bookmarks every 0.2 s: current
+            before = datetime.now(UTC)
+            api.inject("status", "/api/v1/nodes", times=10_000, status=status_body(
+                500, "InternalError", "etcd is gone"))
+            api.drop_watches()
+            as_of = wait_until(watch.as_of, timeout=20)
+        finally:
+            watch.stop()
+    assert as_of <= before + timedelta(seconds=1)
+    line = byline("U0BOB", cluster=None, as_of=as_of, now=as_of + timedelta(minutes=7))
+    assert line == (f"asked by <@U0BOB> · :hourglass: data 7 min old "
+                    f"({as_of.strftime('%Y-%m-%d %H:%M')} UTC)")
