@@ -200,3 +200,15 @@ def test_several_clusters_as_written(tmp_path: Path) -> None:
 ])
 def test_cluster_mistakes_are_one_line(text: str, problem: str, tmp_path: Path) -> None:
     assert _error(tmp_path, text) == problem
+
+
+def test_readme_several_clusters_example_is_valid(tmp_path: Path) -> None:
+    section = README.read_text(encoding="utf-8").split("## Several clusters", 1)[1]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match is not None
+    config = _load(tmp_path, match.group(1))
+    assert sorted(config.clusters) == ["lab", "prod", "research"]
+    assert [config.channel_cluster(c) for c in ("C0RESEARCH", "C0PLATFORM", "C0TEAMB")] == [
+        "research", "prod", "prod"]
+    assert not config.cluster_allowed("C0RESEARCH", "lab")
+    assert config.cluster_allowed("C0PLATFORM", "lab") and config.cluster_allowed("C0TEAMB", "lab")
