@@ -2,7 +2,9 @@
 
 ``tests/fixtures/golden-verdicts/<scenario>.json`` holds, for every ref of the scenario's
 expected.json, the whole Verdict JSON and the terminal text, under the default settings and
-under the spread policy. They were written by the code as it was before the funnel became one
+under the spread policy; ``generated.json`` the same for 3 pending pods of each kind of a small
+cluster from bench/generate.py (many nodes per answer: scores, summaries, device lists). They
+were written by the code as it was before the funnel became one
 pass over a node table, so any change of answer, wording, order or score shows here.
 
 An intended change of answer: regenerate only the affected scenario with
@@ -13,11 +15,13 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.generate import generate, pending_refs
 from bot.render import render_text
 from triage.classify import triage
 from triage.config import TriageConfig
@@ -29,12 +33,19 @@ GOLDEN = FIXTURES / "golden-verdicts"
 SCENARIO_DIRS = {p.name: p for group in ("scenarios", "scenarios-extra")
                  for p in sorted((FIXTURES / group).iterdir()) if (p / "expected.json").exists()}
 CONFIGS = {"default": TriageConfig(), "spread": TriageConfig(node_policy="spread")}
+GENERATED = "generated"
+GENERATED_SIZE = {"nodes": 40, "pods": 900, "seed": 9}
 
 
 def answers(scenario: str) -> dict[str, Any]:
-    directory = SCENARIO_DIRS[scenario]
-    snapshot = Snapshot.from_dir(directory)
-    refs = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
+    if scenario == GENERATED:
+        with tempfile.TemporaryDirectory() as directory:
+            generate(directory, **GENERATED_SIZE)
+            snapshot = Snapshot.from_dir(directory)
+        refs = pending_refs()[:30]
+    else:
+        snapshot = Snapshot.from_dir(SCENARIO_DIRS[scenario])
+        refs = json.loads((SCENARIO_DIRS[scenario] / "expected.json").read_text(encoding="utf-8"))
     result: dict[str, Any] = {}
     for ref in refs:
         for config_name, config in CONFIGS.items():
@@ -62,14 +73,15 @@ def _answers(scenario: str) -> dict[str, Any]:
     return _ANSWERS[scenario]
 
 
+ALL = [*SCENARIO_DIRS, GENERATED]
 CASES = [pytest.param(scenario, key, id=f"{scenario}:{key}")
-         for scenario in SCENARIO_DIRS if (GOLDEN / f"{scenario}.json").exists()
+         for scenario in ALL if (GOLDEN / f"{scenario}.json").exists()
          for key in _golden(scenario)]
 
 
 def test_every_scenario_has_goldens_for_every_ref() -> None:
-    assert sorted(p.stem for p in GOLDEN.glob("*.json")) == sorted(SCENARIO_DIRS)
-    for scenario in SCENARIO_DIRS:
+    assert sorted(p.stem for p in GOLDEN.glob("*.json")) == sorted(ALL)
+    for scenario in ALL:
         assert list(_golden(scenario)) == list(_answers(scenario)), scenario
 
 
@@ -79,13 +91,13 @@ def test_answer_is_unchanged(scenario: str, key: str) -> None:
 
 
 def test_golden_files_are_byte_identical() -> None:
-    for scenario in SCENARIO_DIRS:
+    for scenario in ALL:
         stored = (GOLDEN / f"{scenario}.json").read_text(encoding="utf-8")
         assert encode(_answers(scenario)) == stored, scenario
 
 
 if __name__ == "__main__":
     GOLDEN.mkdir(exist_ok=True)
-    for name in sys.argv[1:] or list(SCENARIO_DIRS):
+    for name in sys.argv[1:] or ALL:
         (GOLDEN / f"{name}.json").write_text(encode(answers(name)), encoding="utf-8")
         print(f"wrote {GOLDEN / name}.json")
