@@ -1,0 +1,258 @@
+"""gpuwhy against its floors, in one run: `python -m bench [--sizes 500x15000,5000x150000]`.
+
+For each size, a generated dump (bench/generate.py, seeded; kept in --workdir and reused)
+and, measured in this one process and run:
+- parse floor: a plain ``json.load`` of every dump file with GC off;
+- ``Snapshot.from_dir`` of the dump (ratio to the parse floor);
+- first triage on a fresh snapshot (an any-node pod, and a HAMi pod on another fresh load);
+- warm triage p50 / p99 over every pending pod of the dump (300, 10 kinds), against the bare
+  loop: one Python pass over all nodes reading labels, taints vs tolerations, GPU capacity /
+  allocatable and the node's summed GPU requests from a precomputed dict;
+- ``gpuwhy triage NS/POD --snapshot DIR`` end to end in a child process, its peak RSS, against
+  the parse floor;
+- ``gpuwhy --help`` start-up against ``python -c pass``;
+- the watch cache of ``gpuwhy serve`` in a child process, against tests/kubeapi.py serving
+  the dump on 127.0.0.1: time to ready (against the parse floor of nodes + pods), RSS when
+  ready, API requests per triage of a pod;
+- a cold live triage (``gpuwhy triage NS/POD`` without --snapshot, in-process) against the
+  requests ``kubectl describe pod`` makes (GET the pod, list its events) on the same server.
+Prints a table; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from bench.generate import PENDING_NAMESPACE, generate, pending_refs
+
+GIB = 1024 ** 3
+GPU = "nvidia.com/gpu"
+
+
+def _seconds(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def dump_dir(workdir: Path, nodes: int, pods: int, seed: int) -> Path:
+    directory = workdir / f"dump-{nodes}x{pods}-seed{seed}"
+    stamp = directory / ".complete"
+    if not stamp.exists():
+        print(f"generating {nodes:,} nodes / {pods:,} pods in {directory} ...", flush=True)
+        generate(directory, nodes, pods, seed)
+        stamp.write_text("ok\n")
+    return directory
+
+
+def parse_floor(directory: Path, names: tuple[str, ...] | None = None) -> float:
+    """A plain json.load of the dump files with GC off (the files one at a time)."""
+    from triage.snapshot import DUMP_FILES
+
+    total = 0.0
+    for filename in names or tuple(DUMP_FILES):
+        path = directory / filename
+        gc.disable()
+        started = time.perf_counter()
+        with path.open(encoding="utf-8") as file:
+            document = json.load(file)
+        total += time.perf_counter() - started
+        gc.enable()
+        del document
+        gc.collect()
+    return total
+
+
+def _tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+    for toleration in tolerations:
+        key = toleration.get("key") or ""
+        if (not key and toleration.get("operator") == "Exists") or key == taint.get("key"):
+            return True
+    return False
+
+
+def bare_loop(nodes: list[Mapping[str, Any]], used: Mapping[str, int],
+              tolerations: list[Mapping[str, Any]]) -> int:
+    """The floor: one pass over every node reading what the funnel must read."""
+    fits = 0
+    for node in nodes:
+        meta = node["metadata"]
+        pool = (meta.get("labels") or {}).get("pool")
+        blocked = any(not _tolerates(tolerations, t) for t in (node.get("spec") or {})
+                      .get("taints") or [] if t.get("effect") in ("NoSchedule", "NoExecute"))
+        status = node["status"]
+        capacity = (status.get("capacity") or {}).get(GPU)
+        allocatable = (status.get("allocatable") or {}).get(GPU)
+        free = int(allocatable or 0) - used.get(meta["name"], 0)
+        if pool is not None and not blocked and capacity is not None and free > 0:
+            fits += 1
+    return fits
+
+
+def floor_seconds(snapshot: Any) -> float:
+    used = {name: int(snapshot.requested_on(name).get(GPU, 0))
+            for name in (n["metadata"]["name"] for n in snapshot.nodes)}
+    tolerations = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                    "effect": "NoExecute"}]
+    runs = [_seconds(lambda: bare_loop(snapshot.nodes, used, tolerations)) for _ in range(21)]
+    return statistics.median(runs)
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def _fresh_snapshot(directory: Path, floor: float, row: Callable[..., None]) -> Any:
+    from triage.snapshot import Snapshot
+
+    gc.collect()
+    started = time.perf_counter()
+    snapshot = Snapshot.from_dir(directory)
+    row("Snapshot.from_dir", time.perf_counter() - started, floor, "× parse floor")
+    return snapshot
+
+
+def measure_snapshot(directory: Path, row: Callable[..., None]) -> None:
+    from triage.classify import triage
+    from triage.refs import parse_ref
+
+    floor = parse_floor(directory)
+    row("parse floor: json.load of the dump, GC off", floor, None, "")
+    refs = [parse_ref(r) for r in pending_refs()]
+    hami = next(r for r in refs if r.name.startswith("hami-40g"))
+    snapshot = _fresh_snapshot(directory, floor, row)
+    row("first triage on a fresh snapshot (HAMi pod)",
+        _seconds(lambda: triage(snapshot, hami)), None, "")
+    del snapshot
+    snapshot = _fresh_snapshot(directory, floor, row)
+    any_node = next(r for r in refs if r.name.startswith("any-node"))
+    row("first triage on a fresh snapshot (any-node pod)",
+        _seconds(lambda: triage(snapshot, any_node)), None, "")
+    floor_loop = floor_seconds(snapshot)
+    row("bare loop over the nodes (floor)", floor_loop, None, "")
+    timings = [_seconds(lambda ref=ref: triage(snapshot, ref)) for ref in refs]
+    row(f"warm triage p50 ({len(refs)} pending pods)", percentile(timings, 0.5), floor_loop,
+        "× bare loop")
+    row("warm triage p99", percentile(timings, 0.99), floor_loop, "× bare loop")
+
+
+def _child(command: list[str]) -> tuple[float, int, str]:
+    """(seconds, peak RSS in bytes, stdout) of a child process, reaped here for its rusage."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        elapsed = time.perf_counter() - started
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if process.returncode not in (0, 1):
+        raise RuntimeError(f"{command}: exit {process.returncode}: {stderr[-500:]}")
+    return elapsed, usage.ru_maxrss * 1024, stdout
+
+
+def measure_cli(directory: Path, row: Callable[..., None]) -> None:
+    floor = parse_floor(directory)
+    ref = next(r for r in pending_refs() if r.startswith(f"{PENDING_NAMESPACE}/any-node"))
+    command = [sys.executable, "-m", "bot.cli", "triage", ref, "--snapshot", str(directory),
+               "--no-record", "--format", "json"]
+    elapsed, rss, _ = _child(command)
+    row("gpuwhy triage NS/POD --snapshot DIR, end to end", elapsed, floor, "× parse floor")
+    row("  its peak RSS", rss / GIB, None, "GiB", unit="GiB")
+
+
+def measure_startup(row: Callable[..., None]) -> None:
+    floor = min(_child([sys.executable, "-c", "pass"])[0] for _ in range(5))
+    row("python -c pass (floor)", floor, None, "")
+    help_time = min(_child([sys.executable, "-m", "bot.cli", "--help"])[0] for _ in range(5))
+    row("gpuwhy --help", help_time, floor, "× python start-up")
+    with tempfile.TemporaryDirectory() as empty:
+        command = [sys.executable, "-X", "importtime", "-m", "bot.cli", "triage", "a/b",
+                   "--snapshot", empty, "--no-record"]
+        process = subprocess.run(command, capture_output=True, text=True, check=False)
+    heavy = sorted({line.split("|")[-1].strip().split(".")[0]
+                    for line in process.stderr.splitlines() if line.startswith("import time:")}
+                   & {"sqlalchemy", "alembic", "kubernetes", "slack_bolt", "slack_sdk"})
+    print(f"    gpuwhy triage --snapshot imports of store / client / slack: "
+          f"{', '.join(heavy) or 'none'}")
+
+
+def measure_watch(directory: Path, row: Callable[..., None]) -> None:
+    from tests.kubeapi import FakeKubeAPI
+
+    floor = parse_floor(directory, ("nodes.json", "pods.json"))
+    server = FakeKubeAPI(directory).start()
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            kubeconfig = server.kubeconfig(Path(work) / "kubeconfig")
+            refs = pending_refs()[:20]
+            command = [sys.executable, "-m", "bench.watch_child", str(kubeconfig), *refs]
+            _, _, stdout = _child(command)
+        result = json.loads(stdout.strip().splitlines()[-1])
+        row("gpuwhy serve watch cache: ready", result["ready_seconds"], floor,
+            "× parse floor of nodes + pods")
+        row("  its RSS when ready", result["rss_ready"] / GIB, None, "GiB", unit="GiB")
+        row("  its RSS after the triages", result["rss_after"] / GIB, None, "GiB", unit="GiB")
+        counts = result["requests"]
+        print(f"    API requests per triage of a pending pod from the cache: "
+              f"min {min(counts)}, max {max(counts)} over {len(counts)} pods")
+        floor_cold, cold = result["describe_seconds"], result["cold_seconds"]
+        row("requests kubectl describe pod makes (GET pod, list events)", floor_cold, None, "")
+        row("cold gpuwhy triage NS/POD (live API)", cold, floor_cold, "× describe's requests")
+    finally:
+        server.stop()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="500x15000,5000x150000",
+                        help="NODESxPODS,... (default: %(default)s)")
+    parser.add_argument("--seed", type=int, default=9)
+    parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "gpuwhy-bench"))
+    parser.add_argument("--skip", default="", help="comma list of: snapshot,cli,startup,watch")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}, {platform.platform()}")
+
+    def row(what: str, value: float, floor: float | None, ratio_unit: str,
+            unit: str = "s") -> None:
+        shown = f"{value * 1000:10.3f} ms" if unit == "s" else f"{value:9.2f} {unit}"
+        ratio = f"{value / floor:7.2f} {ratio_unit}" if floor else ""
+        print(f"  {what:<62} {shown}  {ratio}", flush=True)
+
+    if "startup" not in skip:
+        print("start-up")
+        measure_startup(row)
+    for size in args.sizes.split(","):
+        nodes, pods = (int(part) for part in size.split("x"))
+        directory = dump_dir(workdir, nodes, pods, args.seed)
+        on_disk = sum(f.stat().st_size for f in directory.glob("*.json"))
+        print(f"{nodes:,} nodes / {pods:,} pods ({on_disk / GIB:.2f} GiB on disk)")
+        if "snapshot" not in skip:
+            measure_snapshot(directory, row)
+        if "cli" not in skip:
+            measure_cli(directory, row)
+        if "watch" not in skip:
+            measure_watch(directory, row)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
