@@ -494,6 +494,15 @@ def fit_node(node: Mapping[str, Any], pods_on_node: Iterable[Mapping[str, Any]],
         return HamiNodeFit(registered=False, fits=False, reason=NODE_UNREGISTERED)
     own = pod_ref(pod)
     usage = device_usage(_name(node), (p for p in pods_on_node if pod_ref(p) != own))
+    return fit_registered(node, registration, usage, request)
+
+
+def fit_registered(node: Mapping[str, Any], registration: Registration,
+                   usage: Mapping[str, Usage], request: HamiRequest) -> HamiNodeFit:
+    """``fit_node`` with the node's registration decoded and its usage summed already (both
+    kept per node by the caller; ``usage`` leaves out the pod being placed)."""
+    if not registration.registered:
+        return HamiNodeFit(registered=False, fits=False, reason=NODE_UNREGISTERED)
     cards = [_CardState(d, usage.get(d.uuid, Usage())) for d in registration.devices
              if NVIDIA_TYPE_WORD in d.type]
     score = _node_score(cards)

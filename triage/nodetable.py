@@ -1,15 +1,24 @@
 """The node table of a Snapshot: one row per node, what the funnel's checks read off a node.
 
 Built once per Snapshot (lazily) and kept with it, in the API server's order (by name), so
-an answer never depends on the order the nodes were listed in.
+an answer never depends on the order the nodes were listed in. Each row holds the node's
+facts pre-parsed (labels, blocking taints, capacity and allocatable as integers); what
+depends on the node's pods (summed requests, HAMi usage) stays with the Snapshot, which the
+watch cache keeps current per event.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+from typing import Any
 
-from triage.nodes import node_name
+from scoring.hami import Registration, parse_registration
+from triage.nodes import blocking_taints, labels, node_name
 from triage.objects import K8sObject
+from triage.quantity import QuantityError, parse_quantity, quantity_int
 
 
 @dataclass(frozen=True)
@@ -17,8 +26,44 @@ class NodeInfo:
     """One node as the funnel sees it; ``raw`` is the Node object itself."""
 
     name: str
-    raw: K8sObject
+    raw: K8sObject = field(repr=False)
+    labels: Mapping[str, str] = field(repr=False)
+    # NoSchedule / NoExecute taints, a cordon counted as the unschedulable taint
+    taints: tuple[dict[str, Any], ...] = field(repr=False)
+    # status.capacity / status.allocatable as integers, only the resources the node lists
+    # (an unparsable value counts 0, as ``triage.nodes.status_amount`` reads it)
+    capacity: Mapping[str, int] = field(repr=False)
+    allocatable: Mapping[str, int] = field(repr=False)
+
+    @cached_property
+    def allocatable_exact(self) -> Mapping[str, Decimal]:
+        """Allocatable as exact quantities (cpu "63500m", memory "500Gi"); unparsable ones
+        left out."""
+        exact = {}
+        for resource, value in (self.raw.get("status", {}).get("allocatable") or {}).items():
+            try:
+                exact[resource] = parse_quantity(value)
+            except QuantityError:
+                continue
+        return exact
+
+    @cached_property
+    def hami_registration(self) -> Registration | None:
+        """HAMi's device registration annotation, decoded once."""
+        return parse_registration(self.raw)
+
+
+def _amounts(node: K8sObject, section: str) -> dict[str, int]:
+    return {resource: quantity_int(value)
+            for resource, value in (node.get("status", {}).get(section) or {}).items()
+            if value is not None}
+
+
+def node_info(node: K8sObject) -> NodeInfo:
+    return NodeInfo(name=node_name(node), raw=node, labels=labels(node),
+                    taints=tuple(blocking_taints(node)), capacity=_amounts(node, "capacity"),
+                    allocatable=_amounts(node, "allocatable"))
 
 
 def node_table(nodes: list[K8sObject]) -> tuple[NodeInfo, ...]:
-    return tuple(NodeInfo(node_name(node), node) for node in sorted(nodes, key=node_name))
+    return tuple(node_info(node) for node in sorted(nodes, key=node_name))

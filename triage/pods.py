@@ -101,14 +101,39 @@ def holders(pods: Iterable[K8sObject], resource: str) -> list[tuple[K8sObject, i
     return held
 
 
+def effective_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """``effective_request`` of every resource the containers name, in one pass over them."""
+    app: dict[str, Decimal] = {}
+    for container in spec.get("containers") or []:
+        for name, amount in container_resources(container).items():
+            app[name] = app.get(name, Decimal(0)) + amount
+    sidecars: dict[str, Decimal] = {}
+    init_peak: dict[str, Decimal] = {}
+    for container in spec.get("initContainers") or []:
+        sidecar = _is_sidecar(container)
+        for name, amount in container_resources(container).items():
+            running = sidecars.get(name, Decimal(0))
+            if sidecar:
+                running = sidecars[name] = running + amount
+                init_peak[name] = max(init_peak.get(name, Decimal(0)), running)
+            else:
+                init_peak[name] = max(init_peak.get(name, Decimal(0)), running + amount)
+    overhead = spec.get("overhead") or {}
+    result = {}
+    for name in {**app, **init_peak}:
+        extra = parse_quantity(overhead[name]) if overhead.get(name) is not None else Decimal(0)
+        result[name] = max(init_peak.get(name, Decimal(0)),
+                           app.get(name, Decimal(0)) + sidecars.get(name, Decimal(0))) + extra
+    return result
+
+
 def sum_requests(pods: Iterable[K8sObject]) -> dict[str, Decimal]:
     """Effective requests per resource summed over ``pods``, and their number as "pods"."""
     totals: dict[str, Decimal] = defaultdict(Decimal)
     count = 0
     for pod in pods:
         count += 1
-        spec = pod.get("spec", {})
-        for name in resource_names(spec):
-            totals[name] += effective_request(spec, name)
+        for name, amount in effective_requests(pod.get("spec", {})).items():
+            totals[name] += amount
     totals["pods"] = Decimal(count)
     return dict(totals)

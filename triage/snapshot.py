@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.dra import Inventory
+from scoring.hami import Usage, device_usage
 from triage.nodetable import NodeInfo, node_table
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import holders, sum_requests
@@ -113,6 +114,10 @@ class Snapshot:
         return {}
 
     @cached_property
+    def _hami_usage_by_node(self) -> dict[str, dict[str, Usage]]:
+        return {}  # filled lazily by ``hami_usage``
+
+    @cached_property
     def _holders_by_node(self) -> dict[tuple[str, str], list[tuple[K8sObject, int]]]:
         return {}  # filled lazily by ``holders_on``
 
@@ -186,6 +191,14 @@ class Snapshot:
         if cached is None:
             cached = sum_requests(p for p in self.pods_on(node_name) if not is_terminated(p))
             self._requested_by_node[node_name] = cached
+        return cached
+
+    def hami_usage(self, node_name: str) -> Mapping[str, Usage]:
+        """HAMi's device usage on the node (by card UUID), summed once over its pods."""
+        cached = self._hami_usage_by_node.get(node_name)
+        if cached is None:
+            cached = self._hami_usage_by_node[node_name] = device_usage(
+                node_name, self.pods_on(node_name))
         return cached
 
     def holders_on(self, node_name: str, resource: str) -> list[tuple[K8sObject, int]]:

@@ -45,7 +45,15 @@ from triage.classify.checks.request import check_no_gpu_request
 from triage.classify.checks.scheduler import check_scheduler_unavailable
 from triage.classify.checks.selector import drop_selector, explain_selector
 from triage.classify.checks.taints import drop_taint, explain_taint
-from triage.classify.subject import Check, Finding, NodeFilter, PodCheck, Subject, When
+from triage.classify.subject import (
+    Check,
+    Dropped,
+    Finding,
+    NodeFilter,
+    PodCheck,
+    Subject,
+    When,
+)
 from triage.nodetable import NodeInfo
 from triage.verdict import NodeReport
 from triage.vocabulary import CAUSES, FIT, Cause
@@ -101,40 +109,85 @@ PIPELINE: tuple[Check, ...] = build_pipeline(CHECKS)
 
 
 def run_pipeline(subject: Subject, pipeline: Sequence[Check] = PIPELINE) -> Finding:
+    """The first check that holds, in order.
+
+    The node filters run as one pass over the node table: each node stops at the first filter
+    that drops it. Walking the checks in order then, the cause of a node filter is that the
+    count of nodes still standing after it reaches 0, exactly as if each filter had narrowed
+    the candidates in turn; every node keeps the outcome where it dropped out.
+    """
     subject.checks = pipeline
     state = subject.state
-    candidates: list[NodeInfo] = list(subject.snapshot.node_table)
-    for check in pipeline:
-        if check.when not in state:
-            continue
+    steps = [check for check in pipeline if check.when in state]
+    filters = [check for check in steps if isinstance(check, NodeFilter)]
+    funnel = _Funnel(subject, filters)
+    for check in steps:
         if isinstance(check, PodCheck):
+            funnel.report_so_far()
             finding = check.check(subject)
             if finding is not None:
                 return finding
             continue
-        kept, dropped = [], []
-        for node in candidates:
-            why = check.drop(subject, node)
-            if why is None:
-                kept.append(node)
-            else:
-                dropped.append((node, why))
-                subject.reports[node.name] = NodeReport(node.name, _outcome(check, why), why)
-        candidates = kept
-        if not candidates:
+        dropped = funnel.pass_filter()
+        if not funnel.standing:
+            funnel.report_so_far()
             return check.explain(subject, dropped)
-        _mark_fit(subject, candidates)  # so far; a later filter may still drop them
         if check.leftover is not None:
-            finding = check.leftover(subject, candidates)
+            funnel.report_so_far()
+            finding = check.leftover(subject, funnel.standing)
             if finding is not None:
                 return finding
     raise AssertionError("every precondition ends in a fallback check")
 
 
-def _outcome(check: NodeFilter, why: str) -> str:
-    return why if check.outcome_is_reason else (check.outcome or check.cause).value
+class _Funnel:
+    """Where each node drops out of the node filters, worked out in one pass, and the
+    NodeReports of the filters passed so far (built when a check is about to read them)."""
 
+    def __init__(self, subject: Subject, filters: list[NodeFilter]) -> None:
+        self.subject = subject
+        self.filters = filters
+        self.nodes = list(subject.snapshot.node_table)
+        # per node: the index of the filter that drops it (len(filters): none) and why
+        self.drops: list[tuple[int, str]] = [self._first_drop(node) for node in self.nodes]
+        # the outcome each filter gives a node it drops; None: the reason itself (HAMi codes)
+        self.outcomes = [None if check.outcome_is_reason else (check.outcome or check.cause).value
+                         for check in filters]
+        self.passed = 0  # filters walked so far
+        self.standing = self.nodes
+        self.reported = -1
 
-def _mark_fit(subject: Subject, fit: list[NodeInfo]) -> None:
-    for node in fit:
-        subject.reports[node.name] = NodeReport(node.name, FIT, "fits")
+    def _first_drop(self, node: NodeInfo) -> tuple[int, str]:
+        subject = self.subject
+        for index, check in enumerate(self.filters):
+            why = check.drop(subject, node)
+            if why is not None:
+                return index, why
+        return len(self.filters), ""
+
+    def pass_filter(self) -> Dropped:
+        """Walk the next filter: the nodes it drops (by name), the nodes still standing."""
+        index = self.passed
+        self.passed += 1
+        dropped = [(node, why) for node, (at, why) in zip(self.nodes, self.drops, strict=True)
+                   if at == index]
+        if dropped:
+            self.standing = [node for node, (at, _) in zip(self.nodes, self.drops, strict=True)
+                             if at > index]
+        return dropped
+
+    def report_so_far(self) -> None:
+        """subject.reports as the filters walked so far leave them: every node dropped so far
+        with its outcome, the others fit; in the order the first filter left them (the nodes
+        it dropped, then the rest, each by name)."""
+        if self.reported == self.passed or not self.passed:
+            return
+        self.reported = self.passed
+        passed, outcomes = self.passed, self.outcomes
+        rows = list(zip(self.nodes, self.drops, strict=True))
+        ordered = [row for row in rows if row[1][0] == 0] + [row for row in rows if row[1][0]]
+        self.subject.reports = {
+            node.name: NodeReport(node.name, outcomes[at] or why, why) if at < passed
+            else NodeReport(node.name, FIT, "fits")
+            for node, (at, why) in ordered}
+

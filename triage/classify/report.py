@@ -12,7 +12,6 @@ from scoring.whole import gfd_devices, whole_gpu_score
 from triage.classify.checks.hami import hami_fit
 from triage.classify.subject import Finding, Subject, primary
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
-from triage.nodes import status_amount
 from triage.nodetable import NodeInfo
 from triage.objects import object_key
 from triage.pods import pod_name
@@ -94,14 +93,11 @@ def _node_reports(subject: Subject) -> list[NodeReport]:
         if node is not None:
             _describe_node(subject, node, report)
         return [report]
-    order = {info.cause.value: i for i, info in enumerate(CAUSES)}
     reports = list(subject.reports.values())
     for report in reports:
-        node = snapshot.node_info(report.name)
-        if report.outcome == FIT and node is not None:
+        if report.outcome == FIT and (node := snapshot.node_info(report.name)) is not None:
             report.score = _own_score(subject, node)
-    reports.sort(key=lambda r: (order.get(r.outcome, order[Cause.DEVICE_UNFIT.value]),
-                                -(r.score or 0), r.name))
+    reports.sort(key=_funnel_order)
     # Devices for the nodes a GPU check looked at, else (all tainted) for those the selector
     # matched; a 5,000-node answer lists the first ones.
     matter = [r for r in reports
@@ -125,9 +121,17 @@ def _describe_node(subject: Subject, node: NodeInfo, report: NodeReport) -> None
     if not subject.gpu:
         return
     resource = primary(subject)
-    report.allocatable = status_amount(node.raw, "allocatable", resource)
+    report.allocatable = node.allocatable.get(resource)
     report.held = [Holding(pod_name(pod), count, (pod.get("status") or {}).get("startTime"))
                    for pod, count in subject.snapshot.holders_on(node.name, resource)]
+
+
+_ORDER = {info.cause.value: i for i, info in enumerate(CAUSES)}
+_HAMI_REASON_ORDER = _ORDER[Cause.DEVICE_UNFIT.value]  # HAMi reason strings sort as device-unfit
+
+
+def _funnel_order(report: NodeReport) -> tuple[int, float, str]:
+    return _ORDER.get(report.outcome, _HAMI_REASON_ORDER), -(report.score or 0), report.name
 
 
 def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
@@ -146,7 +150,7 @@ def _own_score(subject: Subject, node: NodeInfo) -> float | None:
         fit = hami_fit(subject, node)
         return None if fit is None else fit.score
     resource = primary(subject)
-    allocatable = status_amount(node.raw, "allocatable", resource)
+    allocatable = node.allocatable.get(resource)
     if not subject.gpu or not allocatable:
         return None
     used = int(subject.snapshot.requested_on(node.name).get(resource, Decimal(0)))

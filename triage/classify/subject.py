@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
+from functools import cached_property
 from typing import Any
 
 from scoring.dra import ClaimSet
@@ -21,7 +22,7 @@ from triage.config import TriageConfig
 from triage.messages import latest_scheduling_failure
 from triage.nodetable import NodeInfo
 from triage.objects import K8sObject
-from triage.pods import pod_name
+from triage.pods import effective_request, pod_name
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
 from triage.verdict import Evidence, NodeReport
@@ -62,6 +63,26 @@ class Subject:
     hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once
     # The checks this subject runs through, in order (set by the pipeline).
     checks: Sequence[Check] = ()
+    _requests: dict[str, Decimal] = field(default_factory=dict)  # effective, by resource
+
+    def request(self, resource: str) -> Decimal:
+        """The pod's effective request of a resource, worked out once per triage."""
+        if resource not in self._requests:
+            self._requests[resource] = effective_request(self.spec, resource)
+        return self._requests[resource]
+
+    @cached_property
+    def affinity_terms(self) -> list[Any] | None:
+        """Required node affinity's nodeSelectorTerms (None when there is none)."""
+        affinity = (self.spec.get("affinity") or {}).get("nodeAffinity") or {}
+        terms: list[Any] | None = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+                                   or {}).get("nodeSelectorTerms")
+        return terms
+
+    @cached_property
+    def selects_nodes(self) -> bool:
+        """A nodeSelector or required node affinity narrows the nodes at all."""
+        return bool(self.spec.get("nodeSelector")) or self.affinity_terms is not None
 
     @property
     def label(self) -> str:

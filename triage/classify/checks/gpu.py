@@ -10,7 +10,6 @@ from decimal import Decimal
 
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
-from triage.nodes import labels, status_amount
 from triage.nodetable import NodeInfo
 from triage.objects import is_terminated
 from triage.pods import effective_request, pod_name
@@ -20,7 +19,7 @@ from triage.vocabulary import CAUSE_ORDER, Cause
 
 def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
     # Capacity 0 is what the kubelet leaves when a device plugin unregisters.
-    missing = [r for r in subject.gpu if not status_amount(node.raw, "capacity", r)]
+    missing = [r for r in subject.gpu if not node.capacity.get(r)]
     return f"no {', '.join(missing)} in status.capacity" if missing else None
 
 
@@ -28,7 +27,7 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
     resource = primary(subject)
     parts = []
     for node, _ in dropped:
-        product = labels(node.raw).get("nvidia.com/gpu.product")
+        product = node.labels.get("nvidia.com/gpu.product")
         hint = f" although its GFD labels say {product}" if product else ""
         parts.append(f"{node.name}{hint}")
     inventory = subject.snapshot.dra_inventory(subject.config.gpu_drivers)
@@ -42,16 +41,15 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
                    f"{'; '.join(parts)}. The device plugin is not registered there: restore the "
                    f"device plugin on {', '.join(n.name for n, _ in dropped)}.{dra}",
                    [Evidence(f"Node/{n.name}", f"status.capacity[{resource}]",
-                             str(status_amount(n.raw, "capacity", resource) or "absent"))
+                             str(n.capacity.get(resource) or "absent"))
                     for n, _ in dropped[:5]])
 
 
 def drop_allocatable_zero(subject: Subject, node: NodeInfo) -> str | None:
-    zero = [r for r in subject.gpu if status_amount(node.raw, "allocatable", r) in (None, 0)]
+    zero = [r for r in subject.gpu if not node.allocatable.get(r)]
     if not zero:
         return None
-    return ", ".join(f"{r} capacity {status_amount(node.raw, 'capacity', r)}, allocatable 0"
-                     for r in zero)
+    return ", ".join(f"{r} capacity {node.capacity.get(r)}, allocatable 0" for r in zero)
 
 
 def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
@@ -64,18 +62,17 @@ def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
-    short = [(r, status_amount(node.raw, "allocatable", r) or 0, n) for r, n in subject.gpu.items()
-             if (status_amount(node.raw, "allocatable", r) or 0) < n]
+    short = [(r, node.allocatable.get(r, 0), n) for r, n in subject.gpu.items()
+             if node.allocatable.get(r, 0) < n]
     return ", ".join(f"{r} allocatable {a} < request {n}" for r, a, n in short) or None
 
 
 def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
     resource, request = primary(subject), subject.gpu[primary(subject)]
-    largest = max(dropped, key=lambda d: status_amount(d[0].raw, "allocatable", resource) or 0)
+    largest = max(dropped, key=lambda d: d[0].allocatable.get(resource, 0))
     big_elsewhere = [r for r in subject.reports.values()
                      if r.outcome in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)
-                     and (status_amount(subject.snapshot.node(r.name) or {}, "allocatable",
-                                        resource) or 0) >= request]
+                     and _allocatable(subject, r.name, resource) >= request]
     blocked = ""
     if big_elsewhere:
         blocked = " " + "; ".join(f"{r.name} has enough but is excluded ({r.outcome}: {r.detail})"
@@ -83,7 +80,7 @@ def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
     return Finding(Cause.TOO_LARGE,
                    f"no node you can use has {request} {resource}: the largest is "
                    f"{largest[0].name} with "
-                   f"{status_amount(largest[0].raw, 'allocatable', resource) or 0}.{blocked} Split "
+                   f"{largest[0].allocatable.get(resource, 0)}.{blocked} Split "
                    "the job or get a bigger node (or access to one); waiting never helps.",
                    [Evidence(f"Pod {subject.label}", f"effective request {resource}",
                              str(request))]
@@ -91,10 +88,14 @@ def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
                       for n, why in dropped[:5]])
 
 
+def _allocatable(subject: Subject, name: str, resource: str) -> int:
+    node = subject.snapshot.node_info(name)
+    return node.allocatable.get(resource, 0) if node is not None else 0
+
+
 def _free(subject: Subject, node: NodeInfo, resource: str) -> int:
-    allocatable = status_amount(node.raw, "allocatable", resource) or 0
     used = int(subject.snapshot.requested_on(node.name).get(resource, Decimal(0)))
-    return allocatable - used
+    return node.allocatable.get(resource, 0) - used
 
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
@@ -102,7 +103,7 @@ def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
     for resource, request in subject.gpu.items():
         free = _free(subject, node, resource)
         if free < request:
-            allocatable = status_amount(node.raw, "allocatable", resource) or 0
+            allocatable = node.allocatable.get(resource, 0)
             short.append(f"{allocatable - free}/{allocatable} {resource} held")
     return "; ".join(short) or None
 

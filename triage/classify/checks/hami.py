@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.hami import HamiNodeFit, HamiRequest, fit_node, parse_registration
+from scoring.hami import HamiNodeFit, HamiRequest, fit_node, fit_registered
 from triage.classify.subject import Dropped, Finding, Subject
 from triage.nodetable import NodeInfo
 from triage.verdict import Evidence
@@ -22,10 +22,15 @@ def hami_fit(subject: Subject, node: NodeInfo) -> HamiNodeFit | None:
     """HAMi's fit of the pod on the node (None: not registered with HAMi), computed once."""
     name = node.name
     if name not in subject.hami_fits:
-        registration = parse_registration(node.raw)
-        subject.hami_fits[name] = None if (
-            registration is None or subject.hami is None or subject.pod is None) else fit_node(
-            node.raw, subject.snapshot.pods_on(name), subject.pod, subject.hami)
+        registration = node.hami_registration
+        if registration is None or subject.hami is None or subject.pod is None:
+            subject.hami_fits[name] = None
+        elif subject.spec.get("nodeName") == name:  # judged with the usage before it
+            subject.hami_fits[name] = fit_node(node.raw, subject.snapshot.pods_on(name),
+                                               subject.pod, subject.hami)
+        else:
+            subject.hami_fits[name] = fit_registered(
+                node.raw, registration, subject.snapshot.hami_usage(name), subject.hami)
     return subject.hami_fits[name]
 
 

@@ -9,8 +9,7 @@ from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidenc
 from triage.config import TriageConfig
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling, scheduler_spoke
 from triage.nodetable import NodeInfo
-from triage.pods import effective_request
-from triage.quantity import QuantityError, parse_quantity
+from triage.quantity import parse_quantity
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
@@ -20,22 +19,19 @@ _NON_GPU = ("cpu", "memory", "ephemeral-storage")
 def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
     """NodeResourcesFit for cpu, memory, ephemeral storage and the pod count."""
     requested = subject.snapshot.requested_on(node.name)
-    allocatable = node.raw.get("status", {}).get("allocatable") or {}
+    exact = node.allocatable_exact  # unparsable values left out: not checked
     short = []
     for resource in _NON_GPU:
-        asked = effective_request(subject.spec, resource)
-        if not asked or resource not in allocatable:
-            continue
-        try:
-            free = parse_quantity(allocatable[resource]) - requested.get(resource, Decimal(0))
-        except QuantityError:
-            continue
-        if free < asked:
+        asked = subject.request(resource)
+        if asked and resource in exact and exact[resource] - requested.get(
+                resource, Decimal(0)) < asked:
             short.append(f"Insufficient {resource}")
-    pods_allowed = allocatable.get("pods")
-    if pods_allowed is not None and requested.get("pods", Decimal(0)) + 1 > parse_quantity(
-            pods_allowed):
-        short.append("Too many pods")
+    pods_allowed = (node.raw.get("status", {}).get("allocatable") or {}).get("pods")
+    if pods_allowed is not None:
+        # an unparsable pod count raises, as it always has
+        limit = exact["pods"] if "pods" in exact else parse_quantity(pods_allowed)
+        if requested.get("pods", Decimal(0)) + 1 > limit:
+            short.append("Too many pods")
     return ", ".join(short) or None
 
 

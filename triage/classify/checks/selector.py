@@ -6,13 +6,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from triage.classify.subject import Dropped, Finding, Subject
-from triage.nodes import labels, selector_mismatches
+from triage.nodes import selector_mismatches
 from triage.nodetable import NodeInfo
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 
 def drop_selector(subject: Subject, node: NodeInfo) -> str | None:
+    if not subject.selects_nodes:
+        return None
+    selector = subject.spec.get("nodeSelector")
+    if selector and subject.affinity_terms is None and all(
+            node.labels.get(key) == value for key, value in selector.items()):
+        return None
     failed = selector_mismatches(subject.spec, node.raw)
     return "unmatched " + ", ".join(failed) if failed else None
 
@@ -20,7 +26,8 @@ def drop_selector(subject: Subject, node: NodeInfo) -> str | None:
 def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
     wanted = selector_text(subject.spec)
     keys = {k for k in (subject.spec.get("nodeSelector") or {})}
-    seen = {f"{k}={v}" for node, _ in dropped for k, v in labels(node.raw).items() if k in keys}
+    # by the selector's keys: a node has dozens of labels
+    seen = {f"{k}={node.labels[k]}" for node, _ in dropped for k in keys if k in node.labels}
     values = f" Values present: {', '.join(sorted(seen))}." if seen else (
         f" No node has the label{'s' if len(keys) > 1 else ''} at all." if keys else "")
     return Finding(Cause.SELECTOR_MISMATCH,

@@ -6,14 +6,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from triage.classify.subject import Dropped, Finding, Subject, capital
-from triage.nodes import taint_text, untolerated_taints
+from triage.nodes import taint_text, tolerates
 from triage.nodetable import NodeInfo
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 
 def drop_taint(subject: Subject, node: NodeInfo) -> str | None:
-    taints = untolerated_taints(subject.spec, node.raw)
+    if not node.taints:
+        return None
+    tolerations = subject.spec.get("tolerations") or []
+    taints = [t for t in node.taints if not tolerates(tolerations, t)]
     return ", ".join(taint_text(t) for t in taints) if taints else None
 
 
