@@ -24,7 +24,7 @@ from bot.sources import LiveSource, SnapshotSource, TriageSource
 from bot.store import RecordingStore, Store, StoreError, database_url
 from bot.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from triage.errors import ClusterError
-from triage.refs import RefError, parse_ref
+from triage.refs import PodRef, RefError, parse_ref
 from triage.snapshot import SnapshotError
 from triage.verdict import Verdict
 
@@ -91,7 +91,7 @@ def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdi
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        source = with_prometheus(_source(args, config), prometheus_settings(
+        source = with_prometheus(_source(args, config, ref), prometheus_settings(
             config, args.prometheus, cluster=args.cluster))
     except (UnknownClusterError, UsageError) as exc:
         return _fail(str(exc), EXIT_USAGE)
@@ -134,7 +134,7 @@ class UsageError(ValueError):
     """Options that do not go together; the message says which."""
 
 
-def _source(args: argparse.Namespace, config: BotConfig) -> TriageSource:
+def _source(args: argparse.Namespace, config: BotConfig, ref: PodRef) -> TriageSource:
     if args.cluster:
         if args.snapshot or args.kubeconfig or args.context:
             raise UsageError("--cluster names where to read from: drop --snapshot, "
@@ -145,7 +145,7 @@ def _source(args: argparse.Namespace, config: BotConfig) -> TriageSource:
         return build_fleet(config, watch=False, only=args.cluster, page_size=args.page_size,
                            timeout=args.request_timeout).source()
     if args.snapshot:
-        return SnapshotSource(args.snapshot, config.triage)
+        return SnapshotSource(args.snapshot, config.triage, namespace=ref.namespace)
     return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config.triage,
                       page_size=args.page_size, timeout=args.request_timeout)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Protocol
 
@@ -24,6 +25,7 @@ from triage.cluster import (
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.objects import K8sObject
 from triage.refs import PodRef
+from triage.slim import slim_outside
 from triage.snapshot import Snapshot, parse_rfc3339
 from triage.verdict import Verdict
 
@@ -54,11 +56,17 @@ def answered(reader: str, answer: Callable[[], Verdict]) -> Verdict:
 
 
 class SnapshotSource:
-    """A dump directory read once (``gpuwhy triage --snapshot``, ``gpuwhy serve --snapshot``)."""
+    """A dump directory read once (``gpuwhy triage --snapshot``, ``gpuwhy serve --snapshot``).
+
+    With ``namespace`` (one answer for a ref in it), the pods of every other namespace are
+    read slim: a triage looks at them only for what they hold on their nodes.
+    """
 
     def __init__(self, directory: str | Path, config: TriageConfig = DEFAULT_CONFIG,
-                 cluster: str = "") -> None:
-        self.snapshot = Snapshot.from_dir(directory, cluster)
+                 cluster: str = "", namespace: str | None = None) -> None:
+        self.snapshot = Snapshot.from_dir(
+            directory, cluster,
+            keep_pod=None if namespace is None else partial(slim_outside, namespace))
         self.cluster = self.snapshot.cluster
         self.config = config
         self._as_of = parse_rfc3339(self.snapshot.read_at) if self.snapshot.read_at else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from bot.render import render_text
 from triage.classify import triage
 from triage.config import TriageConfig
 from triage.refs import parse_ref
+from triage.slim import slim_outside
 from triage.snapshot import Snapshot
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -88,6 +90,23 @@ def test_every_scenario_has_goldens_for_every_ref() -> None:
 @pytest.mark.parametrize(("scenario", "key"), CASES)
 def test_answer_is_unchanged(scenario: str, key: str) -> None:
     assert encode(_answers(scenario)[key]) == encode(_golden(scenario)[key])
+
+
+@pytest.mark.parametrize("scenario", ALL)
+def test_answers_are_unchanged_with_other_namespaces_read_slim(scenario: str) -> None:
+    # what `gpuwhy triage NS/NAME --snapshot DIR` reads: pods outside NS slimmed as read
+    golden = _golden(scenario)
+    refs = sorted({key.rsplit(" [", 1)[0] for key in golden})
+    with tempfile.TemporaryDirectory() as generated:
+        if scenario == GENERATED:
+            generate(generated, **GENERATED_SIZE)
+        directory = Path(generated) if scenario == GENERATED else SCENARIO_DIRS[scenario]
+        for namespace in sorted({parse_ref(ref).namespace for ref in refs}):
+            snapshot = Snapshot.from_dir(directory, keep_pod=partial(slim_outside, namespace))
+            for ref in refs:
+                if parse_ref(ref).namespace == namespace:
+                    verdict = triage(snapshot, parse_ref(ref)).to_dict()
+                    assert encode(verdict) == encode(golden[f"{ref} [default]"]["verdict"]), ref
 
 
 def test_golden_files_are_byte_identical() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -19,6 +19,7 @@ from typing import Any
 
 from scoring.dra import Inventory
 from scoring.hami import Usage, device_usage
+from triage.dumpfile import DumpFileError, bulk_parse, read_list
 from triage.nodetable import NodeInfo, node_table
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import holders, sum_requests
@@ -64,13 +65,22 @@ class Snapshot:
     # -- reading and writing dump directories ---------------------------------------
 
     @classmethod
-    def from_dir(cls, path: str | Path, cluster: str = "") -> Snapshot:
+    def from_dir(cls, path: str | Path, cluster: str = "", *,
+                 keep_pod: Callable[[K8sObject], K8sObject] | None = None) -> Snapshot:
+        """Read a dump directory, each file one item at a time with GC held off.
+
+        ``keep_pod`` may slim each pod as it is read (``gpuwhy triage`` keeps in full only
+        the pods of the namespace it answers for), so a large dump never sits in memory
+        whole.
+        """
         directory = Path(path)
         if not directory.is_dir():
             raise SnapshotError(f"{directory}: not a directory")
         lists: dict[str, Any] = {}
-        for filename, attribute in DUMP_FILES.items():
-            lists[attribute] = _read_list(directory / filename)
+        with bulk_parse():
+            for filename, attribute in DUMP_FILES.items():
+                lists[attribute] = _read_list(directory / filename,
+                                              keep_pod if attribute == "pods" else None)
         written = [path.stat().st_mtime for name in DUMP_FILES
                    if (path := directory / name).is_file()]
         return cls(**lists, cluster=cluster or directory.name,
@@ -255,19 +265,10 @@ def event_time(event: Mapping[str, Any]) -> str:
     return max((str(s)[:19] for s in stamps if s), default="")
 
 
-def _read_list(path: Path) -> list[K8sObject]:
-    if not path.exists():
-        return []
+def _read_list(path: Path, keep: Callable[[K8sObject], K8sObject] | None) -> list[K8sObject]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        return read_list(path, keep)
     except (OSError, UnicodeDecodeError) as exc:
         raise SnapshotError(f"{path}: cannot read: {exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(f"{path}: not valid JSON (line {exc.lineno}: {exc.msg})") from exc
-    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
-        raise SnapshotError(f"{path}: not a Kubernetes List (expected kind: List with items)")
-    items: list[K8sObject] = document["items"]
-    for position, item in enumerate(items):
-        if not isinstance(item, dict) or not isinstance(item.get("metadata"), dict):
-            raise SnapshotError(f"{path}: item {position} is not a Kubernetes object")
-    return items
+    except DumpFileError as exc:
+        raise SnapshotError(f"{path}: {exc}") from exc

@@ -1,0 +1,63 @@
+"""Slim copies of nodes and pods: only the fields triage and scoring read about objects other
+than the one being triaged. The watch cache keeps them; a dump is read with them for the pods
+a triage of one namespace looks at only in passing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from triage.objects import K8sObject
+
+# The fields triage and scoring read; everything else (images, managedFields, env, volumes,
+# last-applied-configuration, ...) is dropped to keep 150,000 pods small in memory.
+_Keep = Mapping[str, Any]
+SLIM_METADATA: _Keep = {key: True for key in (
+    "name", "namespace", "uid", "labels", "ownerReferences", "creationTimestamp",
+    "deletionTimestamp", "resourceVersion")}
+SLIM_NODE: _Keep = {
+    "apiVersion": True, "kind": True,
+    "metadata": {**SLIM_METADATA, "annotations": True},
+    "spec": {"taints": True, "unschedulable": True},
+    "status": {key: True for key in ("capacity", "allocatable", "conditions", "runtimeHandlers")},
+}
+_CONTAINER: _Keep = {"name": True, "resources": True, "restartPolicy": True}
+SLIM_POD: _Keep = {
+    "apiVersion": True, "kind": True,
+    "metadata": {**SLIM_METADATA, "annotations": True},
+    "spec": {"nodeName": True, "schedulerName": True, "priority": True, "overhead": True,
+             "containers": _CONTAINER, "initContainers": _CONTAINER,
+             "resourceClaims": True},  # a DRA claim asks for a GPU (the stuck-pod watch)
+    "status": {"phase": True, "startTime": True},  # startTime: how long a holder has held
+}
+# Pod annotations worth keeping: HAMi's allocation records (device usage per card).
+SLIM_POD_ANNOTATION_PREFIXES = ("hami.io/", "4pd.io/", "nvidia.com/")
+
+
+def slim(obj: Any, keep: _Keep | bool) -> Any:
+    if keep is True:
+        return obj
+    if isinstance(obj, list):
+        return [slim(item, keep) for item in obj]
+    if isinstance(obj, dict) and isinstance(keep, Mapping):
+        return {key: slim(value, keep[key]) for key, value in obj.items() if key in keep}
+    return obj
+
+
+def slim_pod(pod: K8sObject) -> K8sObject:
+    small: K8sObject = slim(pod, SLIM_POD)
+    annotations = small.get("metadata", {}).get("annotations")
+    if annotations:
+        small["metadata"]["annotations"] = {
+            k: v for k, v in annotations.items() if k.startswith(SLIM_POD_ANNOTATION_PREFIXES)}
+    return small
+
+
+def slim_outside(namespace: str, pod: K8sObject) -> K8sObject:
+    """The pod whole when it is in ``namespace``, else its slim copy."""
+    return pod if pod["metadata"].get("namespace") == namespace else slim_pod(pod)
+
+
+def slim_node(node: K8sObject) -> K8sObject:
+    small: K8sObject = slim(node, SLIM_NODE)
+    return small
