@@ -1,4 +1,5 @@
-"""The `gpuwhy` command. Each command group registers itself from its own module."""
+"""The `gpuwhy` command. Each command group registers itself from its own module, imported
+only when that command runs (see bot.commands)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,7 @@ from collections.abc import Sequence
 from importlib import metadata
 
 from bot.cli_options import OneLineParser
-
-# Modules with a ``register(subparsers)`` function; each sets ``func(args) -> int``.
-COMMAND_MODULES = (
-    "bot.cli_triage",
-    "bot.cli_store",
-    "bot.cli_serve",
-    "bot.cli_cluster",
-    "bot.doctor",
-)
+from bot.commands import COMMANDS
 
 
 def installed_version() -> str:
@@ -28,7 +21,9 @@ def installed_version() -> str:
         return "(not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the command named in ``argv`` registered by its own module; the other
+    commands only listed (their modules are not imported)."""
     parser = OneLineParser(
         prog="gpuwhy", description="Why won't my GPU pod run? One cause word, one next action."
     )
@@ -37,13 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
                         help="log NodeUnfitPod / NodeFitPod lines (-vv: per device)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                        parser_class=OneLineParser)
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).register(subparsers)
+    words = list(sys.argv[1:] if argv is None else argv)
+    named = next((w for w in words if not w.startswith("-")), None)
+    wanted = COMMANDS[named].module if named in COMMANDS else None
+    for name, command in COMMANDS.items():
+        if command.module == wanted:
+            importlib.import_module(command.module).register(subparsers)
+            wanted = None  # registered all of that module's commands
+        elif named not in COMMANDS or COMMANDS[named].module != command.module:
+            subparsers.add_parser(name, help=command.help)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)

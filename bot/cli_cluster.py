@@ -10,14 +10,13 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
-from bot.cli_options import page_size, seconds
+from bot.cli_options import add_cluster_options
+from bot.commands import command_help
 from bot.config import ConfigError, load_config
 from bot.render import render_text
 from triage.classify import triage
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.cluster import (
-    DEFAULT_PAGE_SIZE,
-    DEFAULT_TIMEOUT,
     AdmissionRejected,
     ManifestError,
     ManifestPod,
@@ -40,24 +39,13 @@ EXIT_OK, EXIT_NO, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3
 _WOULD_SCHEDULE = frozenset({Cause.SCHEDULED, Cause.SCHEDULER_UNAVAILABLE})
 
 
-def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl: "
-                        "KUBECONFIG, ~/.kube/config, else the pod's service account)")
-    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
-    parser.add_argument("--request-timeout", type=seconds, default=DEFAULT_TIMEOUT,
-                        metavar="SECONDS", help="give up on one API request after this long "
-                        f"(default {DEFAULT_TIMEOUT:g})")
-    parser.add_argument("--page-size", type=page_size, default=DEFAULT_PAGE_SIZE, metavar="N",
-                        help=f"objects per list page (default {DEFAULT_PAGE_SIZE})")
-
-
 def api_client_from(args: argparse.Namespace) -> ApiClient:
     return load_api_client(args.kubeconfig, args.context)
 
 
 def register(subparsers: Any) -> None:
     snapshot = subparsers.add_parser(
-        "snapshot", help="write a support bundle: the cluster as a dump directory",
+        "snapshot", help=command_help("snapshot"),
         description="Write nodes, pods, events, quotas, RuntimeClasses and workloads as "
         f"{', '.join(DUMP_FILES)} (the format `gpuwhy triage --snapshot DIR` reads). Pods: "
         "every non-terminated pod, plus the finished ones of --namespace, or without it the "
@@ -70,7 +58,7 @@ def register(subparsers: Any) -> None:
     snapshot.set_defaults(func=run_snapshot)
 
     check = subparsers.add_parser(
-        "check", help="would this manifest's pod schedule, and if not why (server dry-run)",
+        "check", help=command_help("check"),
         description="Create the manifest's Pod (or its workload's pod template) with a "
         "server-side dry run, so admission runs exactly (quota, RuntimeClass, webhooks) and "
         "nothing is stored; then check it against the nodes as a triage would. Exit 0: "

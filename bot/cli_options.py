@@ -1,7 +1,8 @@
-"""Checked numeric options and one-line usage errors for every gpuwhy command.
+"""Options several commands share, checked numeric option types and one-line usage errors.
 
 argparse's own ``type=float`` takes ``-5``, ``nan`` and ``inf``; the client library then fails
-deep inside with a traceback. These types refuse them at the command line instead.
+deep inside with a traceback. These types refuse them at the command line instead. Light on
+purpose: parsing the command line loads no API client, store or Slack library.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import argparse
 import math
 import sys
 from typing import NoReturn
+
+from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 
 MAX_SECONDS = 3600.0
 MAX_PAGE_SIZE = 100_000
@@ -53,3 +56,23 @@ def port(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} must be a port from 0 to {MAX_PORT} "
                                          "(0 picks a free one)")
     return value
+
+
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: as kubectl: "
+                        "KUBECONFIG, ~/.kube/config, else the pod's service account)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("--request-timeout", type=seconds, default=DEFAULT_TIMEOUT,
+                        metavar="SECONDS", help="give up on one API request after this long "
+                        f"(default {DEFAULT_TIMEOUT:g})")
+    parser.add_argument("--page-size", type=page_size, default=DEFAULT_PAGE_SIZE, metavar="N",
+                        help=f"objects per list page (default {DEFAULT_PAGE_SIZE})")
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", metavar="URL",
+                        help="SQLAlchemy URL (default: GPUWHY_DATABASE_URL, else database_url "
+                             "in the GPUWHY_CONFIG file, else a SQLite file in the user data "
+                             "directory)")

@@ -21,9 +21,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.alerts.receiver import PATH as ALERTMANAGER_PATH
 from bot.alerts.service import AlertService
 from bot.app import bolt_app, slack_client
-from bot.cli_cluster import add_cluster_options
-from bot.cli_options import port
-from bot.cli_store import add_db_option
+from bot.cli_options import add_cluster_options, add_db_option, port
+from bot.commands import command_help
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
 from bot.fleet import Fleet, build_fleet
@@ -68,7 +67,7 @@ class ServeError(Exception):
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "serve", help="run the Slack bot",
+        "serve", help=command_help("serve"),
         description="Answer /gpuwhy in Slack. Socket Mode when SLACK_APP_TOKEN is set, "
                     f"otherwise HTTP on --port ({EVENTS_PATH}, needs SLACK_SIGNING_SECRET). "
                     "SLACK_BOT_TOKEN is always needed; SLACK_API_URL overrides the Web API URL.")

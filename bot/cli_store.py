@@ -13,6 +13,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bot.cli_options import add_db_option
+from bot.commands import command_help
 from bot.config import ConfigError, load_config
 from bot.digest import (
     DEFAULT_STATS_WEEKS,
@@ -40,7 +42,7 @@ MAX_PRUNE_DAYS = 36_500
 
 def register(subparsers: Any) -> None:
     digest = subparsers.add_parser(
-        "digest", help="the weekly digest: causes this week vs the week before",
+        "digest", help=command_help("digest"),
         description="Digest of the last full week(s), Monday 00:00 in the configured timezone.")
     digest.add_argument("--weeks", default="1", metavar="N",
                         help="cover the last N full weeks (default 1), against the N before")
@@ -51,14 +53,16 @@ def register(subparsers: Any) -> None:
     add_db_option(digest)
     digest.set_defaults(func=run_digest)
 
-    stats = subparsers.add_parser("stats", help="answers per cause for each recent week")
+    stats = subparsers.add_parser(
+        "stats", help=command_help("stats"))
     stats.add_argument("--weeks", default=str(DEFAULT_STATS_WEEKS), metavar="N",
                        help=f"the last N weeks, this one included (default {DEFAULT_STATS_WEEKS})")
     add_scope_option(stats)
     add_db_option(stats)
     stats.set_defaults(func=run_stats)
 
-    db = subparsers.add_parser("db", help="incident store maintenance")
+    db = subparsers.add_parser(
+        "db", help=command_help("db"))
     db_commands = db.add_subparsers(dest="db_command", required=True, metavar="COMMAND")
     upgrade = db_commands.add_parser("upgrade", help="migrate the schema to the newest version")
     add_db_option(upgrade)
@@ -91,13 +95,6 @@ def scope_of(args: argparse.Namespace) -> Scope:
     if not args.cluster:
         return EVERYTHING
     return Scope(clusters=str(args.cluster).__eq__, label=f"cluster {args.cluster}")
-
-
-def add_db_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--db", metavar="URL",
-                        help="SQLAlchemy URL (default: GPUWHY_DATABASE_URL, else database_url "
-                             "in the GPUWHY_CONFIG file, else a SQLite file in the user data "
-                             "directory)")
 
 
 def _fail(command: str, message: object, code: int) -> int:

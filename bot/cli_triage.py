@@ -9,24 +9,24 @@ import tempfile
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.blocks import verdict_blocks
-from bot.cli_cluster import add_cluster_options
-from bot.cli_store import add_db_option
+from bot.cli_options import add_cluster_options, add_db_option
+from bot.commands import command_help
 from bot.config import BotConfig, ConfigError, load_config
 from bot.devices import devices_json, devices_terminal
-from bot.digest import digest_text, load_digest, load_timezone, week_start
 from bot.fleet import UnknownClusterError, build_fleet
 from bot.metrics import ANSWERS
 from bot.render import render_text
 from bot.sources import LiveSource, SnapshotSource, TriageSource
-from bot.store import RecordingStore, Store, StoreError, database_url
 from bot.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from triage.errors import ClusterError
 from triage.refs import PodRef, RefError, parse_ref
 from triage.snapshot import SnapshotError
 from triage.verdict import Verdict
+
+if TYPE_CHECKING:
+    from bot.store import Store
 
 EXIT_OK, EXIT_USAGE, EXIT_UNREADABLE = 0, 2, 3
 CLI_SOURCE = "cli"
@@ -34,14 +34,14 @@ CLI_SOURCE = "cli"
 
 def register(subparsers: Any) -> None:
     triage_parser = subparsers.add_parser(
-        "triage", help="answer why a pod (or workload) is not running",
+        "triage", help=command_help("triage"),
         description="Answer with one cause word, the next action and the evidence.")
     _add_answer_options(triage_parser)
     _add_store_options(triage_parser)
     triage_parser.set_defaults(func=run_triage)
 
     devices_parser = subparsers.add_parser(
-        "devices", help="list the GPUs behind the answer for a pod (or workload)",
+        "devices", help=command_help("devices"),
         description="The per-device table of the nodes that matter for the answer: the node "
                     "a bound pod runs on, else the nodes it could use, worst first. With "
                     "Prometheus (--prometheus or GPUWHY_PROMETHEUS_URL) it adds DCGM "
@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
     devices_parser.set_defaults(func=run_devices)
 
     demo_parser = subparsers.add_parser(
-        "demo", help="answer for every pod of the bundled demo cluster",
+        "demo", help=command_help("demo"),
         description="Answer for every pod of the bundled demo cluster and record the answers "
                     "in a new demo store (a temporary SQLite file; --db URL to choose one), "
                     "never the default store.")
@@ -155,6 +155,10 @@ def demo_directory() -> Path:
 
 
 def run_demo(args: argparse.Namespace) -> int:
+    # the store, the digest and Slack's blocks only for the commands that use them
+    from bot.blocks import verdict_blocks
+    from bot.digest import digest_text, load_digest, load_timezone, week_start
+
     try:
         tz = load_timezone(load_config().digest.timezone)
     except ConfigError as exc:
@@ -189,6 +193,8 @@ def demo_store_url() -> str:
 
 def _record(db: str | None, verdicts: list[Verdict], cluster: str) -> Store | None:
     """Store the answers; a store failure costs the record, never the answer."""
+    from bot.store import RecordingStore, Store, StoreError, database_url
+
     try:
         store = Store(database_url(db))
         store.upgrade()

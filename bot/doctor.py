@@ -21,6 +21,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from bot.app import slack_client
 from bot.cli_cluster import add_cluster_options
 from bot.cli_store import add_db_option
+from bot.commands import command_help
 from bot.config import ConfigError, load_config
 from bot.store import Store, StoreError, database_url, one_line
 from triage.cluster.kubeconfig import load_api_client
@@ -62,7 +63,7 @@ class Result:
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "doctor", help="check the config, Slack, cluster access and the store",
+        "doctor", help=command_help("doctor"),
         description="One line per check (config, Slack token and scopes, cluster, RBAC "
                     "access per verb and resource, store and its migration), then the verdict. "
                     "Exit 0 only when every check passes. Run it where the bot runs (in its "

@@ -17,7 +17,8 @@ from datetime import datetime
 
 from bot.config import BotConfig, ClusterSource
 from bot.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
-from triage.cluster import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT, load_api_client
+from triage import cluster as kube  # the kubernetes client is loaded on first use
+from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import PodRef, RefError, parse_ref
@@ -133,7 +134,7 @@ def _build_one(name: str, where: ClusterSource, triage_config: TriageConfig, *, 
     try:
         if where.snapshot is not None:
             return SnapshotSource(where.snapshot, triage_config, cluster=name)
-        api_client = load_api_client(where.kubeconfig, where.context,
+        api_client = kube.load_api_client(where.kubeconfig, where.context,
                                      in_cluster=where.in_cluster)
         if watch:
             return WatchSource(config=triage_config, api_client=api_client, cluster=name,

@@ -7,27 +7,22 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Protocol
-
-from kubernetes.client import ApiClient
+from typing import TYPE_CHECKING, Protocol
 
 from bot.metrics import TRIAGE_SECONDS, CacheReading, count_kubernetes_requests
 from scoring.summary import log_lines
+from triage import cluster as kube  # loaded on first use
 from triage.classify import triage
-from triage.cluster import (
-    DEFAULT_PAGE_SIZE,
-    DEFAULT_TIMEOUT,
-    WatchCache,
-    load_api_client,
-    read_snapshot,
-    server_url,
-)
+from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.objects import K8sObject
 from triage.refs import PodRef
 from triage.slim import slim_outside
 from triage.snapshot import Snapshot, parse_rfc3339
 from triage.verdict import Verdict
+
+if TYPE_CHECKING:  # the kubernetes client is loaded only by the sources that talk to a cluster
+    from kubernetes.client import ApiClient
 
 log = logging.getLogger("gpuwhy.triage")
 
@@ -98,15 +93,15 @@ class LiveSource:
                  cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
                  timeout: float = DEFAULT_TIMEOUT) -> None:
         self.api_client = count_kubernetes_requests(
-            api_client or load_api_client(kubeconfig, context))
-        self.cluster = cluster or server_url(self.api_client)
+            api_client or kube.load_api_client(kubeconfig, context))
+        self.cluster = cluster or kube.server_url(self.api_client)
         self.config = config
         self.page_size = page_size
         self.timeout = timeout
 
     def triage(self, ref: PodRef) -> Verdict:
         def answer() -> Verdict:
-            snapshot = read_snapshot(self.api_client, ref, self.page_size, self.timeout,
+            snapshot = kube.read_snapshot(self.api_client, ref, self.page_size, self.timeout,
                                      self.cluster)
             return triage(snapshot, ref, self.config)
 
@@ -132,14 +127,14 @@ class WatchSource:
                  cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
                  timeout: float = DEFAULT_TIMEOUT, watch_seconds: int = 300,
                  retry_delay: float = 2.0, stale_after: float = 120.0) -> None:
-        api_client = count_kubernetes_requests(api_client or load_api_client(kubeconfig,
+        api_client = count_kubernetes_requests(api_client or kube.load_api_client(kubeconfig,
                                                                              context))
-        self.cluster = cluster or server_url(api_client)
+        self.cluster = cluster or kube.server_url(api_client)
         self.config = config
         self.stale_after = stale_after
         # Each watch is renewed well within the window, so a quiet cluster (no events, no
         # bookmarks) still proves the API server is there.
-        self.cache = WatchCache(api_client, timeout=timeout, page_size=page_size,
+        self.cache = kube.WatchCache(api_client, timeout=timeout, page_size=page_size,
                                 watch_seconds=max(1, min(watch_seconds, int(stale_after / 2))),
                                 retry_delay=retry_delay)
 

@@ -7,39 +7,46 @@
 - ``watch``: the watch cache of ``gpuwhy serve``;
 - ``manifest``: pre-flight of a manifest (``gpuwhy check``).
 
-The names below are re-exported so ``from triage.cluster import ...`` keeps working.
+The names below are re-exported so ``from triage.cluster import ...`` keeps working; they
+are imported on first use, so importing ``triage.cluster.limits`` (the CLI's options) does
+not load the kubernetes client.
 """
 
-from triage.cluster.errors import AdmissionRejected
-from triage.cluster.kubeconfig import (
-    Kubeconfig,
-    find_kubeconfig,
-    kubeconfig_namespace,
-    load_api_client,
-    server_url,
-)
-from triage.cluster.manifest import (
-    ManifestError,
-    ManifestPod,
-    dry_run_pod,
-    missing_claims,
-    preflight_snapshot,
-    read_manifest,
-)
-from triage.cluster.read import read_bundle, read_ref_objects, read_snapshot
-from triage.cluster.reader import (
-    DEFAULT_PAGE_SIZE,
-    DEFAULT_TIMEOUT,
-    EVENTS,
-    NODES,
-    PODS,
-    QUOTAS,
-    RUNTIME_CLASSES,
-    WORKLOADS,
-    ClusterReader,
-    Resource,
-)
-from triage.cluster.watch import IndexedSnapshot, WatchCache
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from triage.cluster.errors import AdmissionRejected
+    from triage.cluster.kubeconfig import (
+        Kubeconfig,
+        find_kubeconfig,
+        kubeconfig_namespace,
+        load_api_client,
+        server_url,
+    )
+    from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
+    from triage.cluster.manifest import (
+        ManifestError,
+        ManifestPod,
+        dry_run_pod,
+        missing_claims,
+        preflight_snapshot,
+        read_manifest,
+    )
+    from triage.cluster.read import read_bundle, read_ref_objects, read_snapshot
+    from triage.cluster.reader import (
+        EVENTS,
+        NODES,
+        PODS,
+        QUOTAS,
+        RUNTIME_CLASSES,
+        WORKLOADS,
+        ClusterReader,
+        Resource,
+    )
+    from triage.cluster.watch import IndexedSnapshot, WatchCache
 
 __all__ = [
     "DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "EVENTS", "NODES", "PODS", "QUOTAS",
@@ -49,3 +56,22 @@ __all__ = [
     "preflight_snapshot",
     "read_bundle", "read_manifest", "read_ref_objects", "read_snapshot", "server_url",
 ]
+
+_HOMES = {
+    "AdmissionRejected": "errors", "DEFAULT_PAGE_SIZE": "limits", "DEFAULT_TIMEOUT": "limits",
+    "Kubeconfig": "kubeconfig", "find_kubeconfig": "kubeconfig",
+    "kubeconfig_namespace": "kubeconfig", "load_api_client": "kubeconfig",
+    "server_url": "kubeconfig", "ManifestError": "manifest", "ManifestPod": "manifest",
+    "dry_run_pod": "manifest", "missing_claims": "manifest", "preflight_snapshot": "manifest",
+    "read_manifest": "manifest",
+    "read_bundle": "read", "read_ref_objects": "read", "read_snapshot": "read",
+    "EVENTS": "reader", "NODES": "reader", "PODS": "reader", "QUOTAS": "reader",
+    "RUNTIME_CLASSES": "reader", "WORKLOADS": "reader", "ClusterReader": "reader",
+    "Resource": "reader", "IndexedSnapshot": "watch", "WatchCache": "watch",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)

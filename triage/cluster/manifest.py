@@ -11,10 +11,9 @@ from typing import Any
 import yaml
 from kubernetes.client import ApiClient
 
+from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.read import merge_pods, namespace_policy
 from triage.cluster.reader import (
-    DEFAULT_PAGE_SIZE,
-    DEFAULT_TIMEOUT,
     NODES,
     NON_TERMINATED,
     PODS,

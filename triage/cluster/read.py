@@ -40,10 +40,9 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from triage.admission import ordinal_base
+from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
-    DEFAULT_PAGE_SIZE,
-    DEFAULT_TIMEOUT,
     DEVICE_CLASSES,
     EVENTS,
     NODES,

@@ -18,14 +18,13 @@ from kubernetes.client.exceptions import ApiException
 
 from triage.cluster.errors import AdmissionRejected, Expired, one_line
 from triage.cluster.kubeconfig import server_url
+from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.errors import ClusterError
 from triage.objects import K8sObject
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 10.0  # seconds per request
-DEFAULT_PAGE_SIZE = 500
 NON_TERMINATED = "status.phase!=Succeeded,status.phase!=Failed"
 MAX_LIST_RESTARTS = 3
 

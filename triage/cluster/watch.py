@@ -19,6 +19,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from triage.cluster.errors import Expired, one_line
+from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.read import (
     asks_dra,
     merge_pods,
@@ -27,8 +28,6 @@ from triage.cluster.read import (
     read_ref_objects,
 )
 from triage.cluster.reader import (
-    DEFAULT_PAGE_SIZE,
-    DEFAULT_TIMEOUT,
     NODES,
     NON_TERMINATED,
     PODS,
