@@ -8,17 +8,29 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
 from bot.cli_options import OneLineParser
 from bot.commands import COMMANDS
 
 
 def installed_version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("gpuwhy")
     except metadata.PackageNotFoundError:  # run from a source tree without installing
         return "(not installed)"
+
+
+class _Version(argparse.Action):
+    """--version, looked up only when asked (reading the installed metadata costs start-up)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> None:
+        parser.exit(message=f"gpuwhy {installed_version()}\n")
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
@@ -27,7 +39,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog="gpuwhy", description="Why won't my GPU pod run? One cause word, one next action."
     )
-    parser.add_argument("--version", action="version", version=f"gpuwhy {installed_version()}")
+    parser.add_argument("--version", action=_Version, help="show the version and exit")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="log NodeUnfitPod / NodeFitPod lines (-vv: per device)")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
