@@ -30,7 +30,8 @@ class _Version(argparse.Action):
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
                  values: object, option_string: str | None = None) -> None:
-        parser.exit(message=f"gpuwhy {installed_version()}\n")
+        print(f"gpuwhy {installed_version()}")  # on stdout, as argparse's own version action
+        parser.exit()
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
