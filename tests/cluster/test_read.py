@@ -64,15 +64,24 @@ def test_every_scenario_gets_the_dumps_verdict_live(directory: Path, tmp_path: P
     assert remarks == {"funnel-edges": 2, "seven-states": 1}.get(directory.name, 0)
 
 
-@pytest.mark.parametrize("ref", ["research/full", "infer/vllm", "ml/finetune", "research/typo"])
-def test_live_snapshot_holds_the_dumped_objects(client: ApiClient, ref: str) -> None:
+# (ref, whether its triage reads quotas, whether it reads RuntimeClasses)
+POLICY_READS = [("research/full", False, False), ("research/ok", False, False),
+                ("infer/vllm", True, True), ("ml/finetune", True, True),
+                ("research/typo", False, False)]
+
+
+@pytest.mark.parametrize(("ref", "quotas", "runtime_classes"), POLICY_READS)
+def test_live_snapshot_holds_the_dumped_objects(client: ApiClient, ref: str, quotas: bool,
+                                                runtime_classes: bool) -> None:
     dump = Snapshot.from_dir(SEVEN)
     live = read_snapshot(client, ref_of(ref), page_size=2)
     assert by_name(live.nodes) == by_name(dump.nodes)
     running = [p for p in dump.pods if not is_terminated(p)]
     assert by_name([p for p in live.pods if not is_terminated(p)]) == by_name(running)
-    assert live.resourcequotas == dump.namespace_objects(dump.resourcequotas, ref_of(ref).namespace)
-    assert live.runtimeclasses == dump.runtimeclasses
+    # quotas and RuntimeClasses only where the answer can depend on them (workloads)
+    assert live.resourcequotas == (dump.namespace_objects(dump.resourcequotas,
+                                                          ref_of(ref).namespace) if quotas else [])
+    assert live.runtimeclasses == (dump.runtimeclasses if runtime_classes else [])
     for obj in live.workloads + live.events:
         assert obj in dump.workloads + dump.events
 
@@ -92,8 +101,9 @@ def test_generated_pod_names_resolve_through_failedcreate_events(client: ApiClie
     assert source.triage(ref_of("infer/vllm-79f7bb9f55-x2x9k")).cause == "runtimeclass-missing"
 
 
-def test_a_pod_ref_costs_seven_requests(client: ApiClient, api: FakeKubeAPI) -> None:
-    # The seventh, ResourceSlices: whether a node publishes its GPUs as DRA devices.
+def test_a_pending_pod_ref_costs_five_requests(client: ApiClient, api: FakeKubeAPI) -> None:
+    # The fifth, ResourceSlices: whether a node publishes its GPUs as DRA devices. Quotas and
+    # RuntimeClasses matter only to a workload's admission and a bound pod's runtime handler.
     read_snapshot(client, ref_of("research/full"))
     assert [(r.path, r.query.get("fieldSelector", "")) for r in api.requests] == [
         ("/api/v1/namespaces/research/pods/full", ""),
@@ -101,8 +111,6 @@ def test_a_pod_ref_costs_seven_requests(client: ApiClient, api: FakeKubeAPI) -> 
          "involvedObject.name=full,involvedObject.namespace=research"),
         ("/api/v1/nodes", ""),
         ("/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
-        ("/api/v1/namespaces/research/resourcequotas", ""),
-        ("/apis/node.k8s.io/v1/runtimeclasses", ""),
         ("/apis/resource.k8s.io/v1/resourceslices", ""),
     ]
     assert all(r.method == "GET" for r in api.requests)

@@ -51,11 +51,13 @@ FAULTS = [
 
 
 # Events, quotas and RuntimeClasses only corroborate: refused, the triage goes on and says so.
+# Quotas and RuntimeClasses are read for a workload: infer/vllm (its answer is the missing
+# RuntimeClass, whatever the quotas) and ml/finetune (its quota, whatever the RuntimeClasses).
 CORROBORATING_FAULTS = [
     pytest.param("status", "/resourcequotas$",
-                 {"status": forbidden_status("list", "resourcequotas", namespace="research")},
+                 {"status": forbidden_status("list", "resourcequotas", namespace="infer")},
                  'Forbidden: User "system:serviceaccount:gpuwhy:gpuwhy" cannot list '
-                 'resourcequotas in namespace "research" (RBAC needs verb "list" on resource '
+                 'resourcequotas in namespace "infer" (RBAC needs verb "list" on resource '
                  '"resourcequotas").', id="forbidden-namespaced"),
     pytest.param("status", "runtimeclasses",
                  {"status": forbidden_status("list", "runtimeclasses", group="node.k8s.io")},
@@ -90,11 +92,14 @@ def test_each_fault_is_one_sentence_and_the_next_triage_works(
 def test_a_failed_corroborating_read_is_recorded_in_the_verdict(
         client: ApiClient, api: FakeKubeAPI, kind: str, path: str, options: dict[str, object],
         sentence: str) -> None:
+    ref, cause = {"resourcequotas": ("infer/vllm", "runtimeclass-missing"),
+                  "runtimeclasses": ("ml/finetune", "quota-exceeded")}.get(
+        path.strip("/$"), ("research/full", "exhausted"))
     source = LiveSource(api_client=client, timeout=0.4)
     api.inject(kind, path, **options)  # type: ignore[arg-type]
-    verdict = source.triage(ref_of("research/full"))
-    assert (verdict.cause, verdict.error) == ("exhausted", sentence.format(url=api.url))
-    assert source.triage(ref_of("research/full")).error is None
+    verdict = source.triage(ref_of(ref))
+    assert (verdict.cause, verdict.error) == (cause, sentence.format(url=api.url))
+    assert source.triage(ref_of(ref)).error is None
 
 
 def test_an_unreachable_server_is_named(tmp_path: Path) -> None:

@@ -231,6 +231,21 @@ def namespace_policy(reader: ClusterReader, namespace: str, page_size: int,
     return quotas, runtime_classes
 
 
+def ref_policy(reader: ClusterReader, found: RefObjects, namespace: str, page_size: int,
+               ) -> tuple[list[K8sObject], list[K8sObject]]:
+    """The namespace's ResourceQuotas and the cluster's RuntimeClasses, read only when the
+    triage of what the ref resolved to looks at them: a workload (its pods' admission) needs
+    both; a bound pod with a runtimeClassName the RuntimeClasses (its node's handler); any
+    other pod neither."""
+    if found.workloads:
+        return namespace_policy(reader, namespace, page_size, found.problems)
+    if any(p.get("spec", {}).get("nodeName") and p.get("spec", {}).get("runtimeClassName")
+           for p in found.pods):
+        return [], _optional(found.problems, lambda: reader.list_all(RUNTIME_CLASSES,
+                                                                     page_size=page_size))
+    return [], []
+
+
 def asks_dra(found: RefObjects) -> bool:
     """Some pod (or pod template) of the ref names ResourceClaims."""
     specs = [p.get("spec") or {} for p in found.pods] + [
@@ -277,7 +292,7 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
     found = read_ref_objects(reader, ref, page_size)
     nodes, _ = reader.list_all(NODES, page_size=page_size)
     pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
-    quotas, runtime_classes = namespace_policy(reader, ref.namespace, page_size, found.problems)
+    quotas, runtime_classes = ref_policy(reader, found, ref.namespace, page_size)
     dra = read_dra(reader, found, ref.namespace, page_size)
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,

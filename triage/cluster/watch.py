@@ -23,9 +23,9 @@ from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.read import (
     asks_dra,
     merge_pods,
-    namespace_policy,
     read_dra_policy,
     read_ref_objects,
+    ref_policy,
 )
 from triage.cluster.reader import (
     NODES,
@@ -458,8 +458,7 @@ class WatchCache:
             raise ClusterError(failing or "gpuwhy is still loading the cluster's nodes and "
                                "pods; try again in a minute.")
         found = read_ref_objects(self.reader, ref, self.page_size)
-        quotas, runtime_classes = namespace_policy(self.reader, ref.namespace, self.page_size,
-                                                    found.problems)
+        quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
         by_node, requested = self.pods.by_node_view()
         # DeviceClasses and claim templates are read per triage, and only for a DRA pod.
         policy = read_dra_policy(self.reader, ref.namespace, self.page_size) if asks_dra(
