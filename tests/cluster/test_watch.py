@@ -117,7 +117,7 @@ def requests_per_triage(tmp_path: Path, extra_nodes: int, pods_per_node: int) ->
                 counts[ref] = server.count(before)
                 assert not [r.path for r in server.requests[before:]
                             if r.path in CLUSTER_WIDE and r.query.get("watch") != "1"]
-            assert len(source.cache.nodes.view()) == 6 + extra_nodes
+            assert len(source.cache.nodes.view()[0]) == 6 + extra_nodes
         finally:
             source.stop()
     return counts
@@ -157,7 +157,7 @@ def test_watch_events_update_the_node_index(api: FakeKubeAPI, cache: WatchSource
     tainted = copy.deepcopy(api.get_object("Node", "", "gpu-a100-1"))
     tainted["spec"]["unschedulable"] = True
     api.apply(tainted)
-    eventually(lambda: any(n["spec"].get("unschedulable") for n in cache.cache.nodes.view()))
+    eventually(lambda: any(n["spec"].get("unschedulable") for n in cache.cache.nodes.view()[0]))
 
 
 def test_410_gone_relists(api: FakeKubeAPI, cache: WatchSource) -> None:

@@ -119,11 +119,14 @@ class ClusterReader:
 
     def list_all(self, resource: Resource, namespace: str = "", *, field_selector: str = "",
              label_selector: str = "", page_size: int = DEFAULT_PAGE_SIZE,
+             keep: Callable[[K8sObject], K8sObject | None] | None = None,
              ) -> tuple[list[K8sObject], str]:
         """All matching objects (paged) and the list's resourceVersion.
 
-        A 410 on a continue token (the list took longer than etcd keeps history) restarts
-        the list from the first page, as kubectl does.
+        ``keep`` sees each item as its page arrives and returns what to keep of it (None: drop
+        it), so a list of 150,000 pods never holds more than one page in full. A 410 on a
+        continue token (the list took longer than etcd keeps history) restarts the list from
+        the first page, as kubectl does.
         """
         call = _Call("list", resource, namespace)
         query = [(key, value) for key, value in (("fieldSelector", field_selector),
@@ -140,8 +143,14 @@ class ClusterReader:
                     if response is None:
                         raise self._not_found(call, "")
                     document = self._json(call, response)
-                    items.extend(with_kind(resource, document.get("items") or []))
                     metadata = document.get("metadata") or {}
+                    page = with_kind(resource, document.pop("items", None) or [])
+                    del document  # the page's full objects go as soon as they are kept
+                    if keep is None:
+                        items.extend(page)
+                    else:
+                        items.extend(kept for item in page if (kept := keep(item)) is not None)
+                    del page
                     token = metadata.get("continue") or ""
                     if not token:
                         return items, str(metadata.get("resourceVersion") or "")

@@ -38,6 +38,7 @@ from triage.cluster.reader import (
     Resource,
 )
 from triage.errors import ClusterError
+from triage.nodetable import NodeInfo, node_info, node_table
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import sum_requests
 from triage.refs import PodRef
@@ -50,35 +51,44 @@ log = logging.getLogger(__name__)
 # -- watch cache ---------------------------------------------------------------------------
 
 class _NodeStore:
-    """Nodes by name, viewed in the API server's list order (by name) like a cold list."""
+    """Nodes by name with their node-table rows (kept current per event), viewed in the API
+    server's list order (by name) like a cold list."""
+
+    slim = staticmethod(slim_node)  # what a list keeps of each node as its page arrives
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._nodes: dict[str, K8sObject] = {}
+        self._nodes: dict[str, NodeInfo] = {}
         self._in_order = True
+        self._view: tuple[list[K8sObject], tuple[NodeInfo, ...]] | None = None
 
     def replace(self, items: Iterable[K8sObject]) -> None:
-        fresh = {node["metadata"]["name"]: slim_node(node) for node in items}
+        """A full list's nodes, slim already."""
+        fresh = {(row := node_info(node)).name: row for node in items}
         with self._lock:
-            self._nodes, self._in_order = fresh, False
+            self._nodes, self._in_order, self._view = fresh, False, None
 
     def upsert(self, node: K8sObject) -> None:
-        small = slim_node(node)
-        name = small["metadata"]["name"]
+        row = node_info(slim_node(node))
         with self._lock:
             # replacing a known node keeps its place; only a new one spoils the order
-            self._in_order = self._in_order and name in self._nodes
-            self._nodes[name] = small
+            self._in_order = self._in_order and row.name in self._nodes
+            self._nodes[row.name], self._view = row, None
 
     def remove(self, node: K8sObject) -> None:
         with self._lock:
-            self._nodes.pop(node["metadata"]["name"], None)
+            if self._nodes.pop(node["metadata"]["name"], None) is not None:
+                self._view = None
 
-    def view(self) -> list[K8sObject]:
+    def view(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...]]:
+        """The nodes and their node table, in order (shared until the next change)."""
         with self._lock:
-            if not self._in_order:
-                self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
-            return list(self._nodes.values())
+            if self._view is None:
+                if not self._in_order:
+                    self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
+                rows = tuple(self._nodes.values())
+                self._view = [row.raw for row in rows], rows
+            return self._view
 
     def __len__(self) -> int:
         return len(self._nodes)
@@ -92,8 +102,13 @@ class _ObjectStore:
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str], K8sObject] = {}
 
+    @staticmethod
+    def slim(obj: K8sObject) -> K8sObject:
+        return _without_managed_fields(obj)
+
     def replace(self, items: Iterable[K8sObject]) -> None:
-        fresh = {object_key(obj): _without_managed_fields(obj) for obj in items}
+        """A full list's objects, slim already."""
+        fresh = {object_key(obj): obj for obj in items}
         with self._lock:
             self._objects = fresh
 
@@ -138,14 +153,39 @@ class _PodStore:
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
 
+    @staticmethod
+    def slim(pod: K8sObject) -> K8sObject | None:
+        """What a list keeps of each pod as its page arrives (a finished one: nothing)."""
+        return None if is_terminated(pod) else slim_pod(pod)
+
     def replace(self, items: Iterable[K8sObject]) -> None:
-        fresh = _PodStore()
+        """A full list's pods, slim already, indexed in bulk: each node's pods sorted and its
+        requests summed once, not per insert."""
+        pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
+        on_node: dict[str, list[K8sObject]] = {}
+        requested: dict[str, Amounts] = {}
+        by_namespace: dict[str, dict[str, K8sObject]] = {}
         for pod in items:
-            fresh._add(pod)
+            namespace, name = key = object_key(pod)
+            names = by_namespace.setdefault(namespace, {})
+            if is_terminated(pod):
+                names.pop(name, None)
+                continue
+            share = sum_requests([pod])
+            pods[key] = (pod, share)
+            names[name] = pod
+            if node_name := pod.get("spec", {}).get("nodeName"):
+                on_node.setdefault(node_name, []).append(pod)
+                total = requested.setdefault(node_name, {})
+                for resource, amount in share.items():
+                    total[resource] = total.get(resource, Decimal(0)) + amount
+        by_node = {node: tuple(sorted(listed, key=object_key)) for node, listed in on_node.items()}
+        for total in requested.values():
+            for resource in [r for r, amount in total.items() if not amount and r != "pods"]:
+                del total[resource]
         with self._lock:
-            self._pods, self._by_node = fresh._pods, fresh._by_node
-            self._requested, self._by_namespace = fresh._requested, fresh._by_namespace
-            self._unordered = fresh._unordered
+            self._pods, self._by_node, self._requested = pods, by_node, requested
+            self._by_namespace, self._unordered = by_namespace, set(by_namespace)
 
     def upsert(self, pod: K8sObject) -> None:
         with self._lock:
@@ -172,7 +212,7 @@ class _PodStore:
         names[name] = small  # a known name keeps its place
         if node_name := small.get("spec", {}).get("nodeName"):
             on_node = self._by_node.get(node_name, ())
-            at = bisect.bisect_left([object_key(p) for p in on_node], key)
+            at = bisect.bisect_left(on_node, key, key=object_key)
             self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
             self._requested[node_name] = _add_amounts(self._requested.get(node_name, {}), share, 1)
 
@@ -246,10 +286,15 @@ class IndexedSnapshot(Snapshot):
     own sums are the answer.
     """
 
+    node_rows: tuple[NodeInfo, ...] = ()  # the cache's node table, kept current per event
     pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
     requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
     namespace_pods: tuple[K8sObject, ...] = ()
     cached_nodes_of_fetched: frozenset[str] = frozenset()
+
+    @cached_property
+    def node_table(self) -> tuple[NodeInfo, ...]:
+        return self.node_rows if self.node_rows or not self.nodes else node_table(self.nodes)
 
     @cached_property
     def fetched_nodes(self) -> frozenset[str]:
@@ -307,7 +352,7 @@ class _Reflector:
                 if not self.resource_version:
                     items, self.resource_version = self.cache.reader.list_all(
                         self.resource, field_selector=self.field_selector,
-                        page_size=self.cache.page_size)
+                        page_size=self.cache.page_size, keep=self.store.slim)
                     self.store.replace(items)
                     self.heard = time.monotonic()
                     self.lists += 1
@@ -463,8 +508,9 @@ class WatchCache:
         # DeviceClasses and claim templates are read per triage, and only for a DRA pod.
         policy = read_dra_policy(self.reader, ref.namespace, self.page_size) if asks_dra(
             found) else []
+        nodes, node_rows = self.nodes.view()
         return IndexedSnapshot(
-            nodes=self.nodes.view(), pods=found.pods, events=found.events,
+            nodes=nodes, node_rows=node_rows, pods=found.pods, events=found.events,
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
             dra=[*policy, *self.claims.view(), *self.slices.view()],
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
