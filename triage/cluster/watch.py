@@ -341,6 +341,7 @@ class _Reflector:
         self.lists = 0
         self.list_error: str | None = None  # why the list that is due keeps failing
         self.heard: float | None = None  # time.monotonic() of the API server's last answer
+        self.last_error: str | None = None  # the last failure of this resource's list/watch
         self._response: Any = None
         self.thread = threading.Thread(target=self.run, name=f"watch-{resource.plural}",
                                        daemon=True)
@@ -372,7 +373,7 @@ class _Reflector:
             except ClusterError as exc:
                 if stop.is_set():
                     return
-                self.cache.last_error = str(exc)
+                self.cache.last_error = self.last_error = str(exc)
                 if not self.resource_version:
                     self.list_error = str(exc)
                 log.warning("watch cache: %s", exc)
@@ -476,6 +477,11 @@ class WatchCache:
     def all_pods(self) -> list[K8sObject]:
         """The non-terminated pods as cached, without a request (the stuck-pod watch)."""
         return self.pods.all()
+
+    def last_error_of(self, plural: str) -> str | None:
+        """The last failure listing or watching one resource (another's cannot hide it)."""
+        return next((r.last_error for r in self._reflectors if r.resource.plural == plural),
+                    None)
 
     @property
     def lists(self) -> int:
