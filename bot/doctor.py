@@ -19,8 +19,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from bot.app import slack_client
-from bot.cli_cluster import add_cluster_options
-from bot.cli_store import add_db_option
+from bot.cli_options import add_cluster_options, add_db_option
 from bot.commands import command_help
 from bot.config import ConfigError, load_config
 from bot.store import Store, StoreError, database_url, one_line
