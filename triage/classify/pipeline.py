@@ -53,6 +53,10 @@ from triage.classify.subject import (
     PodCheck,
     Subject,
     When,
+    asks_dra,
+    asks_gpus,
+    asks_hami,
+    selects_nodes,
 )
 from triage.nodetable import NodeInfo
 from triage.verdict import NodeReport
@@ -64,31 +68,39 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
         PodCheck(Cause.RUNTIMECLASS_MISSING, When.ABSENT, check_runtimeclass),),
     Cause.NO_GPU_REQUEST: (PodCheck(Cause.NO_GPU_REQUEST, When.PRESENT, check_no_gpu_request),),
     Cause.SELECTOR_MISMATCH: (
-        NodeFilter(Cause.SELECTOR_MISMATCH, When.UNBOUND, drop_selector, explain_selector),),
+        NodeFilter(Cause.SELECTOR_MISMATCH, When.UNBOUND, drop_selector, explain_selector,
+                   applies=selects_nodes),),
     Cause.TAINT_UNTOLERATED: (
         NodeFilter(Cause.TAINT_UNTOLERATED, When.UNBOUND, drop_taint, explain_taint),),
     # DRA's device-unfit (devices of the class exist, none meets the request's selectors) is
     # decided at this step, right after no-gpu-node and before too-large (design.md's DRA
     # funnel): a node without a matching device cannot be "too large" or "exhausted".
     Cause.NO_GPU_NODE: (
-        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_no_gpu_node, explain_no_gpu_node),
-        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_no_device, explain_dra_no_device),
+        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_no_gpu_node, explain_no_gpu_node,
+                   applies=asks_gpus),
+        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_no_device, explain_dra_no_device,
+                   applies=asks_dra),
         NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_device_unfit,
-                   explain_dra_device_unfit, outcome=Cause.DEVICE_UNFIT)),
+                   explain_dra_device_unfit, outcome=Cause.DEVICE_UNFIT, applies=asks_dra)),
     Cause.ALLOCATABLE_ZERO: (
         NodeFilter(Cause.ALLOCATABLE_ZERO, When.UNBOUND, drop_allocatable_zero,
-                   explain_allocatable_zero),),
+                   explain_allocatable_zero, applies=asks_gpus),),
     Cause.TOO_LARGE: (
-        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_too_large, explain_too_large),
-        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_dra_too_large, explain_dra_too_large)),
+        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_too_large, explain_too_large,
+                   applies=asks_gpus),
+        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_dra_too_large, explain_dra_too_large,
+                   applies=asks_dra)),
     Cause.EXHAUSTED: (
-        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted),
-        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted, explain_dra_exhausted)),
+        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted,
+                   applies=asks_gpus),
+        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted, explain_dra_exhausted,
+                   applies=asks_dra)),
     Cause.DEVICE_UNFIT: (
         NodeFilter(Cause.DEVICE_UNFIT, When.UNBOUND, drop_device_unfit, explain_device_unfit,
-                   outcome_is_reason=True),),
+                   outcome_is_reason=True, applies=asks_hami),),
     Cause.OTHER_CONSTRAINT: (
-        NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_dra_other, explain_dra_other),
+        NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_dra_other, explain_dra_other,
+                   applies=asks_dra),
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_other_resources,
                    explain_other_resources, leftover_other_constraint),),
     Cause.SCHEDULER_UNAVAILABLE: (
@@ -148,6 +160,8 @@ class _Funnel:
         self.subject = subject
         self.filters = filters
         self.nodes = list(subject.snapshot.node_table)
+        self.active = [(index, check) for index, check in enumerate(filters)
+                       if check.applies is None or check.applies(subject)]
         # per node: the index of the filter that drops it (len(filters): none) and why
         self.drops: list[tuple[int, str]] = [self._first_drop(node) for node in self.nodes]
         # the outcome each filter gives a node it drops; None: the reason itself (HAMi codes)
@@ -159,7 +173,7 @@ class _Funnel:
 
     def _first_drop(self, node: NodeInfo) -> tuple[int, str]:
         subject = self.subject
-        for index, check in enumerate(self.filters):
+        for index, check in self.active:
             why = check.drop(subject, node)
             if why is not None:
                 return index, why

@@ -133,9 +133,29 @@ class NodeFilter:
     outcome: Cause | None = None
     # A HAMi device code summary ("2/4 CardInsufficientMemory") is the node's outcome itself.
     outcome_is_reason: bool = False
+    # Whether the filter can drop any node for this subject at all (None: always). A filter
+    # that cannot is not asked per node: the funnel visits every node, so it pays to skip it.
+    applies: Callable[[Subject], bool] | None = None
 
 
 Check = PodCheck | NodeFilter
+
+
+def asks_gpus(subject: Subject) -> bool:
+    """The pod asks for a GPU as an extended resource (the extended-resource filters apply)."""
+    return bool(subject.gpu)
+
+
+def asks_hami(subject: Subject) -> bool:
+    return subject.hami is not None
+
+
+def asks_dra(subject: Subject) -> bool:
+    return subject.dra is not None
+
+
+def selects_nodes(subject: Subject) -> bool:
+    return subject.selects_nodes
 
 
 def primary(subject: Subject) -> str:
