@@ -81,10 +81,19 @@ class Snapshot:
             for filename, attribute in DUMP_FILES.items():
                 lists[attribute] = _read_list(directory / filename,
                                               keep_pod if attribute == "pods" else None)
-        written = [path.stat().st_mtime for name in DUMP_FILES
-                   if (path := directory / name).is_file()]
-        return cls(**lists, cluster=cluster or directory.name,
-                   read_at=rfc3339(datetime.fromtimestamp(max(written), UTC)) if written else "")
+            written = [path.stat().st_mtime for name in DUMP_FILES
+                       if (path := directory / name).is_file()]
+            snapshot = cls(**lists, cluster=cluster or directory.name,
+                           read_at=rfc3339(datetime.fromtimestamp(max(written), UTC))
+                           if written else "")
+            snapshot.index_nodes()
+        return snapshot
+
+    def index_nodes(self) -> None:
+        """Build the node table and every node's summed requests now (a load does, with GC
+        held off), so the first triage of a fresh snapshot does not pay for them."""
+        for name in (row.name for row in self.node_table):
+            self.requested_on(name)
 
     def to_dir(self, path: str | Path) -> None:
         directory = Path(path)
