@@ -64,6 +64,8 @@ def parse_floor(directory: Path, names: tuple[str, ...] | None = None) -> float:
     total = 0.0
     for filename in names or tuple(DUMP_FILES):
         path = directory / filename
+        if not path.exists():  # a dump may leave a list out (no DRA objects)
+            continue
         gc.disable()
         started = time.perf_counter()
         with path.open(encoding="utf-8") as file:
