@@ -141,12 +141,12 @@ def run_pipeline(subject: Subject, pipeline: Sequence[Check] = PIPELINE) -> Find
                 return finding
             continue
         dropped = funnel.pass_filter()
-        if not funnel.standing:
+        if not funnel.left:
             funnel.report_so_far()
             return check.explain(subject, dropped)
         if check.leftover is not None:
             funnel.report_so_far()
-            finding = check.leftover(subject, funnel.standing)
+            finding = check.leftover(subject, funnel.standing())
             if finding is not None:
                 return finding
     raise AssertionError("every precondition ends in a fallback check")
@@ -164,11 +164,14 @@ class _Funnel:
                        if check.applies is None or check.applies(subject)]
         # per node: the index of the filter that drops it (len(filters): none) and why
         self.drops: list[tuple[int, str]] = [self._first_drop(node) for node in self.nodes]
+        self.dropped_at: dict[int, Dropped] = {}  # per filter, the nodes it drops, by name
+        for node, (at, why) in zip(self.nodes, self.drops, strict=True):
+            self.dropped_at.setdefault(at, []).append((node, why))
         # the outcome each filter gives a node it drops; None: the reason itself (HAMi codes)
         self.outcomes = [None if check.outcome_is_reason else (check.outcome or check.cause).value
                          for check in filters]
         self.passed = 0  # filters walked so far
-        self.standing = self.nodes
+        self.left = len(self.nodes)  # nodes still standing after them
         self.reported = -1
 
     def _first_drop(self, node: NodeInfo) -> tuple[int, str]:
@@ -181,14 +184,14 @@ class _Funnel:
 
     def pass_filter(self) -> Dropped:
         """Walk the next filter: the nodes it drops (by name), the nodes still standing."""
-        index = self.passed
+        dropped = self.dropped_at.get(self.passed, [])
         self.passed += 1
-        dropped = [(node, why) for node, (at, why) in zip(self.nodes, self.drops, strict=True)
-                   if at == index]
-        if dropped:
-            self.standing = [node for node, (at, _) in zip(self.nodes, self.drops, strict=True)
-                             if at > index]
+        self.left -= len(dropped)
         return dropped
+
+    def standing(self) -> list[NodeInfo]:
+        return [node for node, (at, _) in zip(self.nodes, self.drops, strict=True)
+                if at >= self.passed]
 
     def report_so_far(self) -> None:
         """subject.reports as the filters walked so far leave them: every node dropped so far

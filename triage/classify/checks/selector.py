@@ -16,9 +16,13 @@ def drop_selector(subject: Subject, node: NodeInfo) -> str | None:
     if not subject.selects_nodes:
         return None
     selector = subject.spec.get("nodeSelector")
-    if selector and subject.affinity_terms is None and all(
-            node.labels.get(key) == value for key, value in selector.items()):
-        return None
+    if selector and subject.affinity_terms is None:
+        labels = node.labels
+        for key, value in selector.items():
+            if labels.get(key) != value:
+                break
+        else:
+            return None
     failed = selector_mismatches(subject.spec, node.raw)
     return "unmatched " + ", ".join(failed) if failed else None
 
