@@ -90,10 +90,13 @@ class Snapshot:
         return snapshot
 
     def index_nodes(self) -> None:
-        """Build the node table and every node's summed requests now (a load does, with GC
-        held off), so the first triage of a fresh snapshot does not pay for them."""
+        """Build the node table, every node's summed requests and the pod and event lookups
+        now (a load does, with GC held off), so the first triage of a fresh snapshot does not
+        pay for them."""
         for name in (row.name for row in self.node_table):
             self.requested_on(name)
+        self.pod("", "")
+        self.events_for("", "", "")
 
     def to_dir(self, path: str | Path) -> None:
         directory = Path(path)
