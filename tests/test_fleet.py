@@ -5,14 +5,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 import yaml
-from test_slack_app import CHANNEL, TRIAGED_AT, ack_text, ask, make_app, wait_until
+from test_slack_app import (
+    CHANNEL,
+    TRIAGED_AT,
+    ack_text,
+    ask,
+    dispatch,
+    event_body,
+    make_app,
+    wait_until,
+)
 
 from bot.cli import main
 from bot.config import BotConfig, ChannelAccess, ClusterSource
@@ -25,7 +34,14 @@ from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store, StoredIncident
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI
-from tests.slackfake import FakeSlack, ServeProcess, command_body, http, sign
+from tests.slackfake import (
+    FakeSlack,
+    ServeProcess,
+    button_body,
+    command_body,
+    http,
+    sign,
+)
 from triage.refs import PodRef, parse_ref
 
 EXTRA = Path(__file__).parent / "fixtures" / "scenarios-extra"
@@ -216,6 +232,48 @@ def test_incidents_and_stats_are_per_cluster(clusters: Clusters, slack: FakeSlac
     research_stats = slack.wait_for("response_url", 2)[-1]
     assert research_stats.params["text"].splitlines()[2].split() == ["device-unfit", "1"]
     assert research_stats.params["text"].splitlines()[-2].split() == ["total", "1"]
+
+
+@pytest.mark.parametrize("asked_by", ["button", "thread"])
+@pytest.mark.parametrize(("asked", "shown"), [
+    ("prod research/full", False),  # the channel now describes research only
+    ("research hami/needs-40g", True),  # its cluster: not the default one
+])
+def test_devices_recheck_the_answers_cluster(asked: str, shown: bool, asked_by: str,
+                                             clusters: Clusters, slack: FakeSlack,
+                                             tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'fleet.db'}")
+    store.upgrade()
+    app = make_app(slack, clusters.fleet, config=clusters.config, store=store)
+    ask(app, slack, asked, channel=ALL_CHANNEL)
+    [answer] = slack.wait_for("chat.postMessage")
+    ts = answer.answer["ts"]
+    wait_until(lambda: store.incident_for_thread(ALL_CHANNEL, ts))
+    narrowed = replace(clusters.config, channels={
+        **clusters.config.channels,
+        ALL_CHANNEL: ChannelAccess(cluster="research", namespaces=("*",))})
+    restarted = make_app(slack, clusters.fleet, config=narrowed, store=store)
+    ref = asked.split()[1]
+    if asked_by == "button":
+        dispatch(restarted, button_body(channel=ALL_CHANNEL, message_ts=ts, value=ref,
+                                        response_url=slack.response_url("button")))
+    else:
+        dispatch(restarted, event_body("show devices", thread_ts=ts, event_id="Ev-cluster",
+                                       channel=ALL_CHANNEL),
+                 content_type="application/json")
+    if shown:
+        devices = slack.wait_for("chat.postMessage", 2)[1]
+        assert devices.params["thread_ts"] == ts
+        assert devices.params["text"].startswith("Devices for device-unfit — hami/needs-40g:")
+        assert slack.calls_to("chat.postEphemeral") == []
+    else:
+        [ephemeral] = slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["text"] == (
+            "Sorry, cluster `prod` can't be described in this channel. Please ask in the "
+            "channel for that cluster.")
+        assert (ephemeral.params["user"], ephemeral.params["thread_ts"]) == ("U0ALICE", ts)
+        slack.settle()
+        assert len(slack.calls_to("chat.postMessage")) == 1
 
 
 @pytest.mark.parametrize(("text", "split"), [

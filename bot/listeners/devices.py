@@ -8,7 +8,12 @@ import re
 from slack_sdk import WebClient
 
 from bot.devices import devices_blocks, devices_text
-from bot.listeners.replies import CHANNEL_REFUSAL, namespace_refusal, post_message
+from bot.listeners.replies import (
+    CHANNEL_REFUSAL,
+    cluster_refusal,
+    namespace_refusal,
+    post_message,
+)
 from bot.listeners.state import BotState
 
 log = logging.getLogger(__name__)
@@ -26,10 +31,10 @@ def reply_with_devices(state: BotState, client: WebClient, *, channel: str, thre
     if posted is None:
         return False
     namespace = posted.verdict.ref.partition("/")[0]
-    if not state.may_describe(channel, namespace):
-        log.info("refused devices of %s for %s in %s", posted.verdict.ref, user, channel)
-        refusal = (namespace_refusal(namespace) if state.config.channel_allowed(channel)
-                   else CHANNEL_REFUSAL)
+    refusal = devices_refusal(state, channel, namespace, posted.cluster)
+    if refusal is not None:
+        log.info("refused devices of %s for %s in %s (cluster %s)", posted.verdict.ref, user,
+                 channel, posted.cluster)
         client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, text=refusal)
         return True
     post_message(
@@ -38,3 +43,15 @@ def reply_with_devices(state: BotState, client: WebClient, *, channel: str, thre
         blocks=devices_blocks(posted.verdict, posted.created_at),
     )
     return True
+
+
+def devices_refusal(state: BotState, channel: str, namespace: str, cluster: str) -> str | None:
+    """Why the channel may no longer see the devices of an answer about ``namespace`` in
+    ``cluster``; None when it may."""
+    if not state.config.channel_allowed(channel):
+        return CHANNEL_REFUSAL
+    if not state.config.cluster_allowed(channel, cluster):
+        return cluster_refusal(cluster)
+    if not state.config.namespace_allowed(channel, namespace):
+        return namespace_refusal(namespace)
+    return None

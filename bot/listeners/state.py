@@ -41,6 +41,7 @@ def answer_workers() -> Executor:
 class PostedAnswer:
     verdict: Verdict
     created_at: datetime
+    cluster: str  # the cluster the answer describes, for the access checks in its thread
 
 
 class RecentAnswers:
@@ -106,7 +107,7 @@ class BotState:
         none) and journal it for the store (never waits)."""
         now = self.clock()
         if message_ts is not None:
-            self.recent.remember(channel, message_ts, PostedAnswer(verdict, now))
+            self.recent.remember(channel, message_ts, PostedAnswer(verdict, now, cluster))
         ANSWERS.labels(verdict.cause, source).inc()  # before the log line tests wait for
         log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
                  channel, message_ts or "(private)")
@@ -176,10 +177,11 @@ class BotState:
                             thread_ts, exc)
                 return None
             if incident is not None:
-                posted = PostedAnswer(incident.verdict, incident.created_at)
+                posted = PostedAnswer(incident.verdict, incident.created_at, incident.cluster)
         if posted is None:
             return None
-        return PostedAnswer(self.shown_in(channel, posted.verdict), posted.created_at)
+        return PostedAnswer(self.shown_in(channel, posted.verdict), posted.created_at,
+                            posted.cluster)
 
     def shown_in(self, channel: str, verdict: Verdict) -> Verdict:
         """The Verdict without the names of pods in namespaces the channel may not describe."""
