@@ -94,7 +94,7 @@ def add_scope_option(parser: argparse.ArgumentParser) -> None:
 def scope_of(args: argparse.Namespace) -> Scope:
     if not args.cluster:
         return EVERYTHING
-    return Scope(clusters=str(args.cluster).__eq__, label=f"cluster {args.cluster}")
+    return Scope(cluster=str(args.cluster), label=f"cluster {args.cluster}")
 
 
 def _fail(command: str, message: object, code: int) -> int:

@@ -373,13 +373,15 @@ class Scope:
     """Which incidents stats count: all, or one cluster's, or those a channel may see."""
 
     namespaces: Callable[[str], bool] | None = None
-    clusters: Callable[[str], bool] | None = None
+    clusters: Callable[[str], bool] | None = None  # the clusters a channel may describe
+    cluster: str | None = None  # only this one (a name, so the store can filter by it)
     label: str = ""  # said in the table's title: "cluster prod · namespaces research, ml"
 
     def keeps(self, incident: StoredIncident) -> bool:
         return ((self.namespaces is None
                  or self.namespaces(incident.verdict.ref.partition("/")[0]))
-                and (self.clusters is None or self.clusters(incident.cluster)))
+                and (self.clusters is None or self.clusters(incident.cluster))
+                and (self.cluster is None or self.cluster == incident.cluster))
 
 
 EVERYTHING = Scope()
@@ -422,14 +424,15 @@ def _week_slices(stats: Stats, size: int) -> list[Stats]:
 def load_digest(store: Store, start: datetime, tz: ZoneInfo, weeks: int = 1,
                 scope: Scope = EVERYTHING) -> Digest:
     """The digest of ``weeks`` weeks from ``start`` on, read from the store (``scope``: only
-    the incidents it keeps, e.g. one cluster's)."""
+    the incidents it keeps, e.g. one cluster's: a cause is new when that cluster never had
+    it before)."""
     previous_start = add_weeks(start, -weeks)
     end = add_weeks(start, weeks)
     first = min(previous_start, add_weeks(end, -BROKEN_WEEKS))
     incidents = store.incidents_between(first, end)
     return compute_digest(
         [i for i in incidents if scope.keeps(i)], start, tz,
-        weeks=weeks, seen_before=store.causes_before(previous_start),
+        weeks=weeks, seen_before=store.causes_before(previous_start, scope.cluster),
     )
 
 

@@ -399,9 +399,13 @@ class Store:
         with self._failures("read incidents"), self._sessions() as session:
             return [_stored(row) for row in session.scalars(query)]
 
-    def causes_before(self, moment: datetime) -> set[str]:
-        """Every cause word recorded before ``moment`` (to tell which causes are new)."""
-        query = select(Incident.cause).where(Incident.created_at < _utc(moment)).distinct()
+    def causes_before(self, moment: datetime, cluster: str | None = None) -> set[str]:
+        """Every cause word recorded before ``moment`` (in ``cluster``, when one is named), to
+        tell which causes are new."""
+        query = select(Incident.cause).where(Incident.created_at < _utc(moment))
+        if cluster is not None:
+            query = query.where(Incident.cluster == cluster)
+        query = query.distinct()
         with self._failures("read incidents"), self._sessions() as session:
             return set(session.scalars(query))
 

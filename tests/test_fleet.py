@@ -6,7 +6,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -25,7 +25,7 @@ from test_slack_app import (
 
 from bot.cli import main
 from bot.config import BotConfig, ChannelAccess, ClusterSource
-from bot.digest import Scope, digest_blocks, digest_text, load_digest
+from bot.digest import Scope, digest_blocks, digest_text, last_full_week, load_digest
 from bot.fleet import Fleet, UnknownClusterError, build_fleet, split_cluster
 from bot.metrics import READINGS
 from bot.metrics import page as metrics_page
@@ -384,8 +384,30 @@ def test_the_digest_has_one_section_per_cluster(tmp_path: Path,
         "*Cluster research* · 1 answer, 0 the week before\n🧮 `device-unfit` 1\n"
         "_top namespaces:_ hami 1"]
     only = load_digest(store, monday, ZoneInfo("UTC"),
-                       scope=Scope(clusters="research".__eq__, label="cluster research"))
+                       scope=Scope(cluster="research", label="cluster research"))
     assert (only.total, only.clusters) == (1, ())
+
+
+def test_a_cause_is_first_time_in_the_cluster_that_never_had_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = f"sqlite:///{tmp_path / 'digest.db'}"
+    store = Store(db)
+    store.upgrade()
+    seven = SnapshotSource(SCENARIOS / "seven-states")
+    week = last_full_week(datetime.now(UTC), ZoneInfo("UTC"))  # what `gpuwhy digest` reports
+    for cluster, ref, at in [
+            ("prod", "research/full", week - timedelta(weeks=3)),  # long before, elsewhere
+            ("research", "research/full", week + timedelta(hours=10)),
+            ("prod", "research/big", week + timedelta(hours=11))]:
+        store.record(seven.triage(parse_ref(ref)), cluster=cluster, asked_by="U0BOB",
+                     source="slack", at=at)
+    assert main(["digest", "--db", db, "--cluster", "research"]) == 0
+    research = capsys.readouterr().out
+    assert "First time: exhausted\n" in research
+    assert main(["digest", "--db", db, "--cluster", "prod"]) == 0
+    assert "First time: too-large\n" in capsys.readouterr().out
+    assert main(["digest", "--db", db]) == 0  # the fleet had exhausted before
+    assert "First time: too-large\n" in capsys.readouterr().out
 
 
 def test_serve_answers_for_every_configured_cluster(tmp_path: Path, slack: FakeSlack) -> None:

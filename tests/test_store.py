@@ -101,6 +101,16 @@ def test_causes_before(store: Store) -> None:
     assert store.causes_before(T0 + timedelta(days=2)) == {"exhausted", "too-large"}
 
 
+def test_causes_before_in_one_cluster(store: Store) -> None:
+    store.record(verdict(cause="exhausted"), cluster="prod", asked_by="cli", source="cli", at=T0)
+    store.record(verdict(cause="too-large"), cluster="lab", asked_by="cli", source="cli", at=T0)
+    later = T0 + timedelta(hours=1)
+    assert store.causes_before(later, "prod") == {"exhausted"}
+    assert store.causes_before(later, "lab") == {"too-large"}
+    assert store.causes_before(later, "staging") == set()
+    assert store.causes_before(later) == {"exhausted", "too-large"}
+
+
 def test_naive_time_and_unknown_source_are_refused(store: Store) -> None:
     with pytest.raises(ValueError, match="naive"):
         store.record(verdict(), cluster="c", asked_by="cli", source="cli",

@@ -196,16 +196,12 @@ class BotState:
         labels = [] if cluster is None else [f"cluster {cluster}"]
         if "*" not in namespaces:
             labels.append("namespaces " + ", ".join(namespaces))
-        if cluster is not None:
-            clusters: Callable[[str], bool] | None = cluster.__eq__
-        elif access.cluster is not None or access.clusters is not None:
-            clusters = access.allows_cluster
-        else:
-            clusters = None
-        if clusters is None and "*" in namespaces:
+        clusters = (access.allows_cluster if cluster is None and (
+            access.cluster is not None or access.clusters is not None) else None)
+        if cluster is None and clusters is None and "*" in namespaces:
             return EVERYTHING
         return Scope(namespaces=None if "*" in namespaces else frozenset(namespaces).__contains__,
-                     clusters=clusters, label=" · ".join(labels))
+                     clusters=clusters, cluster=cluster, label=" · ".join(labels))
 
     def may_describe(self, channel: str, namespace: str, cluster: str | None = None) -> bool:
         """May the channel hear about ``namespace`` (in ``cluster``, when one is named)?"""
