@@ -199,12 +199,21 @@ class _Funnel:
         it dropped, then the rest, each by name)."""
         if self.reported == self.passed or not self.passed:
             return
-        self.reported = self.passed
         passed, outcomes = self.passed, self.outcomes
-        rows = list(zip(self.nodes, self.drops, strict=True))
-        ordered = [row for row in rows if row[1][0] == 0] + [row for row in rows if row[1][0]]
-        self.subject.reports = {
-            node.name: NodeReport(node.name, outcomes[at] or why, why) if at < passed
-            else NodeReport(node.name, FIT, "fits")
-            for node, (at, why) in ordered}
+        if self.reported > 0:
+            # Only the nodes the filters walked since dropped change: a copy (checks may hold
+            # the earlier dict) keeps every other report and the order.
+            reports = dict(self.subject.reports)
+            for at in range(self.reported, passed):
+                for node, why in self.dropped_at.get(at, ()):
+                    reports[node.name] = NodeReport(node.name, outcomes[at] or why, why)
+        else:
+            rows = list(zip(self.nodes, self.drops, strict=True))
+            ordered = [row for row in rows if row[1][0] == 0] + [row for row in rows if row[1][0]]
+            reports = {
+                node.name: NodeReport(node.name, outcomes[at] or why, why) if at < passed
+                else NodeReport(node.name, FIT, "fits")
+                for node, (at, why) in ordered}
+        self.reported = passed
+        self.subject.reports = reports
 

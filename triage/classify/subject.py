@@ -64,6 +64,8 @@ class Subject:
     # The checks this subject runs through, in order (set by the pipeline).
     checks: Sequence[Check] = ()
     _requests: dict[str, Decimal] = field(default_factory=dict)  # effective, by resource
+    # drop_selector's answers for a nodeSelector alone, by the node's values of its keys
+    selector_drops: dict[tuple[str | None, ...], str | None] = field(default_factory=dict)
 
     def request(self, resource: str) -> Decimal:
         """The pod's effective request of a resource, worked out once per triage."""

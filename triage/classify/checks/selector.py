@@ -15,15 +15,18 @@ from triage.vocabulary import Cause
 def drop_selector(subject: Subject, node: NodeInfo) -> str | None:
     if not subject.selects_nodes:
         return None
-    selector = subject.spec.get("nodeSelector")
-    if selector and subject.affinity_terms is None:
+    if subject.affinity_terms is None:
+        # nodeSelector alone: the answer depends only on the node's values of its keys
         labels = node.labels
-        for key, value in selector.items():
-            if labels.get(key) != value:
-                break
-        else:
-            return None
-    failed = selector_mismatches(subject.spec, node.raw)
+        values = tuple([labels.get(key) for key in subject.spec["nodeSelector"]])
+        drops = subject.selector_drops
+        if values not in drops:
+            drops[values] = _unmatched(selector_mismatches(subject.spec, node.raw))
+        return drops[values]
+    return _unmatched(selector_mismatches(subject.spec, node.raw))
+
+
+def _unmatched(failed: list[str]) -> str | None:
     return "unmatched " + ", ".join(failed) if failed else None
 
 
