@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any
 from bot.cli_options import add_cluster_options, add_db_option
 from bot.commands import command_help
 from bot.config import BotConfig, ConfigError, load_config
-from bot.devices import devices_json, devices_terminal
-from bot.fleet import UnknownClusterError, build_fleet
 from bot.metrics import ANSWERS
 from bot.render import render_text
 from bot.sources import LiveSource, SnapshotSource, TriageSource
@@ -93,7 +91,7 @@ def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdi
     try:
         source = with_prometheus(_source(args, config, ref), prometheus_settings(
             config, args.prometheus, cluster=args.cluster))
-    except (UnknownClusterError, UsageError) as exc:
+    except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except (SnapshotError, ClusterError) as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
@@ -119,6 +117,8 @@ def run_triage(args: argparse.Namespace) -> int:
 
 
 def run_devices(args: argparse.Namespace) -> int:
+    from bot.devices import devices_json, devices_terminal  # `gpuwhy triage` does without
+
     answered = _answer(args, "devices")
     if isinstance(answered, int):
         return answered
@@ -142,8 +142,13 @@ def _source(args: argparse.Namespace, config: BotConfig, ref: PodRef) -> TriageS
         if not config.clusters:
             raise UsageError(f"--cluster {args.cluster}: no clusters are configured "
                              "(clusters in the GPUWHY_CONFIG file)")
-        return build_fleet(config, watch=False, only=args.cluster, page_size=args.page_size,
-                           timeout=args.request_timeout).source()
+        from bot.fleet import UnknownClusterError, build_fleet  # only --cluster needs a fleet
+
+        try:
+            return build_fleet(config, watch=False, only=args.cluster, page_size=args.page_size,
+                               timeout=args.request_timeout).source()
+        except UnknownClusterError as exc:
+            raise UsageError(str(exc)) from exc
     if args.snapshot:
         return SnapshotSource(args.snapshot, config.triage, namespace=ref.namespace)
     return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config.triage,

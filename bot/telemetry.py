@@ -17,10 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-import requests
-
 from bot.config import ENVIRONMENT, BotConfig, PrometheusConfig
-from bot.devices import relevant_nodes
 from bot.metrics import PROMETHEUS_QUERIES
 from bot.sources import TriageSource
 from scoring.dcgm import (
@@ -131,6 +128,8 @@ class PrometheusClient:
         return telemetry
 
     def _query(self, expression: str, at: float) -> object:
+        import requests  # loaded only when a Prometheus is asked: `gpuwhy triage` rarely does
+
         settings = self.settings
         headers = {"Accept": "application/json"}
         if settings.token:
@@ -175,6 +174,8 @@ def add_telemetry(verdict: Verdict, client: PrometheusClient,
                   clock: Callable[[], float] | None = None) -> Verdict:
     """The answer with DCGM's facts for the nodes it shows, or with one line saying why not.
     The queries are evaluated at ``clock()`` (default: now)."""
+    from bot.devices import relevant_nodes  # the devices table only when Prometheus answers
+
     nodes = [node.name for node in relevant_nodes(verdict).shown]
     if not nodes:
         return verdict
