@@ -113,8 +113,7 @@ def run_serve(args: argparse.Namespace) -> int:
         serving = fleet
         READINGS.clusters(lambda: clusters_up(serving))
         READINGS.watch_caches(lambda: watch_caches(serving))
-        # Unasked answers watch the default cluster (several: the others are asked only).
-        alerts = AlertService(config, store, client, state, fleet.source(), env, stop) \
+        alerts = AlertService(config, store, client, state, fleet, env, stop) \
             if config.alerts_enabled else None
         server = HTTPServer(args.host, args.port, http_routes(
             slack=endpoint, readiness=readiness,

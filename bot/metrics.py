@@ -74,7 +74,8 @@ WEBHOOK_DELIVERIES = Counter(
 ALERTMANAGER_ALERTS = Counter(
     "gpuwhy_alertmanager_alerts",
     "Alerts received on /alertmanager, by outcome (firing, resolved, unmapped: names no pod "
-    "or workload, repeated: already posted)",
+    "or workload, unknown-cluster: its cluster label names no configured cluster, "
+    "repeated: already posted)",
     ["outcome"], registry=REGISTRY)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.alerts.alertmanager import PayloadError, parse_payload
-from bot.alerts.receiver import AlertmanagerReceiver, Credentials
+from bot.alerts.receiver import AlertmanagerReceiver, AlertTarget, Credentials
 from tests.alertkit import Counted, Harness, Replica, harness, settings, seven_states_with_trainer
 from triage.refs import PodRef
 
@@ -93,8 +93,9 @@ def cluster(tmp_path: Path) -> Iterator[Harness]:
 
 def receiver(made: Harness, replica: Replica) -> tuple[AlertmanagerReceiver, ThreadPoolExecutor]:
     workers = ThreadPoolExecutor(2)
-    return AlertmanagerReceiver(Credentials({"GPUWHY_ALERTMANAGER_TOKEN": TOKEN}),
-                                replica.poster, made.cluster.triage, workers, made.clock), workers
+    targets = {"test-cluster": AlertTarget(replica.poster, made.cluster.triage)}
+    return AlertmanagerReceiver(Credentials({"GPUWHY_ALERTMANAGER_TOKEN": TOKEN}), targets,
+                                "test-cluster", workers, made.clock), workers
 
 
 def test_firing_gives_one_enriched_post_and_resolved_one_thread_line(cluster: Harness) -> None:

@@ -44,6 +44,7 @@ def test_serve_posts_stuck_pods_and_enriches_alertmanager_alerts(tmp_path: Path,
         roots = slack.wait_for("chat.postMessage", len(STUCK))
         by_ref = {ref_of(call.params["text"]): call for call in roots}
         assert set(by_ref) == STUCK
+        assert not any("· cluster *" in call.params["text"] for call in roots)  # the only one
         assert by_ref["broken-node"].params["channel"] == "C0NODES"
         assert by_ref["full"].params["channel"] == "C0ALERTS"
 
@@ -116,3 +117,48 @@ def test_an_unset_webhook_token_stops_serve_with_one_line(tmp_path: Path,
     assert served.wait() == 1
     assert served.stderr == ["gpuwhy serve: routes: a webhook_header refers to "
                              "${QUOTA_HOOK_TOKEN}, which is not set in the environment\n"]
+
+
+def test_serve_watches_every_cluster_and_routes_alerts_by_their_cluster_label(
+        tmp_path: Path, slack: FakeSlack) -> None:
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text(yaml.safe_dump({
+        "clusters": {"prod": {"snapshot": SEVEN_STATES}, "staging": {"snapshot": SEVEN_STATES}},
+        "default_cluster": "prod",
+        "alerts": {"pending_after": "10m", "channel": "C0ALERTS", "check_every": "1s",
+                   "max_posts_per_hour": 100}}))
+    env = environment(slack, tmp_path, GPUWHY_CONFIG=str(config),
+                      GPUWHY_ALERTMANAGER_TOKEN=TOKEN)
+    served = ServeProcess([], env)
+    try:
+        port = served.port()
+        roots = slack.wait_for("chat.postMessage", 2 * len(STUCK))
+        for cluster in ("prod", "staging"):
+            named = [c for c in roots if f" · cluster *{cluster}*\n" in c.params["text"]]
+            assert {ref_of(c.params["text"]) for c in named} == STUCK
+            assert len(named) == len(STUCK)
+
+        def alert(pod: str, cluster: str) -> dict[str, object]:
+            return {"status": "firing", "fingerprint": f"{cluster}-{pod}",
+                    "startsAt": "2026-11-30T13:05:45Z",
+                    "labels": {"alertname": "KubePodNotReady", "namespace": "research",
+                               "pod": pod, "cluster": cluster}}
+
+        body = json.dumps({"version": "4", "alerts": [
+            alert("broken-node", "staging"), alert("full", "nowhere")]})
+        bearer = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+        assert http(port, "/alertmanager", body, bearer) == (200, "2 alerts received\n")
+        post = slack.wait_for("chat.postMessage", 2 * len(STUCK) + 1)[-1]
+        assert post.params["text"].startswith("🔔 *KubePodNotReady*")
+        assert " · cluster *staging*\n" in post.params["text"]
+        assert ref_of(post.params["text"]) == "broken-node"
+        status, metrics = http(port, "/metrics")
+        assert status == 200
+        assert 'gpuwhy_alertmanager_alerts_total{outcome="unknown-cluster"} 1.0' in metrics
+        slack.settle(1.5)  # the alert about an unknown cluster posts nothing
+        assert len(slack.calls_to("chat.postMessage")) == 2 * len(STUCK) + 1
+    finally:
+        assert served.stop() == 0
+    with sqlite3.connect(tmp_path / "gpuwhy.db") as db:
+        clusters = dict(db.execute("SELECT cluster, count(*) FROM incidents GROUP BY cluster"))
+    assert clusters == {"prod": len(STUCK), "staging": len(STUCK) + 1}

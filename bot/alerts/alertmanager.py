@@ -38,6 +38,7 @@ class Alert:
     starts_at: str
     ref: PodRef | None  # None: no pod or workload gpuwhy can answer for
     kind: str | None  # what the label named: Pod, Job, Deployment, StatefulSet
+    cluster: str | None = None  # the `cluster` label: which configured cluster it is about
 
     @property
     def key(self) -> str:
@@ -86,7 +87,8 @@ def parse_alert(item: object) -> Alert:
     return Alert(
         status=status, name=name, summary=" ".join(summary.split())[:MAX_SUMMARY],
         fingerprint=str(item.get("fingerprint") or _fingerprint(labels)),
-        starts_at=str(item.get("startsAt") or ""), ref=ref, kind=kind)
+        starts_at=str(item.get("startsAt") or ""), ref=ref, kind=kind,
+        cluster=labels.get("cluster") or None)
 
 
 def parse_payload(body: bytes) -> list[Alert]:

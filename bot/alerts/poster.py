@@ -75,8 +75,11 @@ def is_stuck_answer(group: StuckGroup, verdict: Verdict) -> bool:
 
 class AlertPoster:
     def __init__(self, config: BotConfig, store: AlertStore, client: WebClient,
-                 remember: Remember, webhooks: WebhookSender, webhook_workers: int = 2) -> None:
+                 remember: Remember, webhooks: WebhookSender, webhook_workers: int = 2,
+                 name_cluster: bool = False) -> None:
+        """``name_cluster``: posts say which cluster they are about (the bot serves several)."""
         self.config = config
+        self.name_cluster = name_cluster
         self.store = store
         self.client = client
         self.remember = remember
@@ -323,6 +326,8 @@ class AlertPoster:
         """Post headline + answer; returns the message ts. The mention comes from the config
         (a user group or users) and is the one string not escaped."""
         lead = f"{mention} {headline}" if mention else headline
+        if self.name_cluster:
+            lead = f"{lead} · cluster *{escape_mrkdwn(self.store.cluster, 63)}*"
         blocks: Blocks = [_section(lead), *verdict_blocks(verdict)]
         posted = self.client.chat_postMessage(
             channel=channel, thread_ts=thread_ts, blocks=blocks,

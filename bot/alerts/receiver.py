@@ -15,6 +15,7 @@ import hmac
 import logging
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from datetime import datetime
 
 from bot.alerts.alertmanager import FIRING, Alert, PayloadError, parse_payload
@@ -60,13 +61,22 @@ class Credentials:
         return False
 
 
+@dataclass(frozen=True)
+class AlertTarget:
+    """Where the alerts about one cluster are answered and posted."""
+
+    poster: AlertPoster
+    triage: Callable[[PodRef], Verdict]
+
+
 class AlertmanagerReceiver:
-    def __init__(self, credentials: Credentials, poster: AlertPoster,
-                 triage: Callable[[PodRef], Verdict], workers: Executor,
-                 clock: Callable[[], datetime]) -> None:
+    def __init__(self, credentials: Credentials, targets: Mapping[str, AlertTarget],
+                 default: str, workers: Executor, clock: Callable[[], datetime]) -> None:
+        """``targets`` by cluster name; an alert without a ``cluster`` label is about
+        ``default``."""
         self.credentials = credentials
-        self.poster = poster
-        self.triage = triage
+        self.targets = targets
+        self.default = default
         self.workers = workers
         self.clock = clock
 
@@ -94,23 +104,29 @@ class AlertmanagerReceiver:
                 log.info("alertmanager: %s (%s) names no pod or workload; acknowledged",
                          alert.name, alert.status)
                 continue
+            target = self.targets.get(alert.cluster or self.default)
+            if target is None:
+                ALERTMANAGER_ALERTS.labels("unknown-cluster").inc()
+                log.info("alertmanager: %s (%s) is about cluster %s, which is not configured; "
+                         "acknowledged", alert.name, alert.status, alert.cluster)
+                continue
             ALERTMANAGER_ALERTS.labels(alert.status).inc()
-            self.workers.submit(self._work, alert)
+            self.workers.submit(self._work, alert, target)
         return 200, f"{len(alerts)} alerts received"
 
-    def _work(self, alert: Alert) -> None:
+    def _work(self, alert: Alert, target: AlertTarget) -> None:
         try:
             if alert.status != FIRING:
-                self.poster.resolve_alert(alert, self.clock())
+                target.poster.resolve_alert(alert, self.clock())
                 return
             assert alert.ref is not None
             try:
-                verdict = self.triage(alert.ref)
+                verdict = target.triage(alert.ref)
             except ClusterError as exc:
                 log.warning("alertmanager: %s on %s: cannot triage: %s", alert.name, alert.ref,
                             exc)
                 return
-            self.poster.report_alert(alert, verdict, self.clock())
-            self.poster.flush_held(self.clock())
+            target.poster.report_alert(alert, verdict, self.clock())
+            target.poster.flush_held(self.clock())
         except Exception:
             log.exception("alertmanager: handling %s on %s failed", alert.name, alert.ref)
