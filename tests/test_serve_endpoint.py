@@ -131,14 +131,15 @@ def test_stopping_finishes_acked_answers_and_records_them(tmp_path: Path,
 def test_bad_signatures_are_refused_with_401_and_no_action(slack: FakeSlack) -> None:
     source = simple_source()
     body = command_body("research/full", response_url=slack.response_url())
-    now = int(time.time())
     tampered = body.replace(urllib.parse.quote("research/full", safe=""), "ml%2Ffinetune")
     with serving(make_app(slack, source)) as port:
         refused = {
             "forged": post(port, body, **signed(body, secret="not-the-secret")),
             "missing": post(port, body),
-            "stale": post(port, body, **signed(body, now - 301)),
-            "future": post(port, body, **signed(body, now + 301)),
+            # Taken at the moment of each post: a slow start of the server must not bring a
+            # "future" stamp back inside Slack's five-minute window.
+            "stale": post(port, body, **signed(body, int(time.time()) - 360)),
+            "future": post(port, body, **signed(body, int(time.time()) + 360)),
             "tampered": post(port, tampered, **signed(body)),
             "garbled": post(port, body, **{"X-Slack-Request-Timestamp": "soon",
                                            "X-Slack-Signature": "v0=00"}),
