@@ -28,7 +28,7 @@ from typing import IO, Any
 import platformdirs
 
 from bot.metrics import STORE_WRITES_FAILED
-from bot.store import DuplicateThreadError, Store, StoreError
+from bot.store import DuplicateThreadError, PendingIncident, Store, StoreError
 from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -43,14 +43,8 @@ class JournalError(Exception):
 
 
 @dataclass(frozen=True)
-class JournalEntry:
-    verdict: Verdict
-    cluster: str
-    asked_by: str
-    source: str
-    channel: str | None
-    message_ts: str | None
-    at: datetime
+class JournalEntry(PendingIncident):
+    """A pending incident as one JSON line of the journal."""
 
     def line(self) -> bytes:
         data = {"at": self.at.isoformat(), "cluster": self.cluster, "asked_by": self.asked_by,

@@ -462,7 +462,9 @@ class Store:
 
 
 @dataclass(frozen=True)
-class _PendingIncident:
+class PendingIncident:
+    """An answer on its way into the store (kept in memory, or in the journal)."""
+
     verdict: Verdict
     cluster: str
     asked_by: str
@@ -481,7 +483,7 @@ class RecordingStore:
 
     def __init__(self, store: Store, max_pending: int = 1000) -> None:
         self.store = store
-        self._pending: deque[_PendingIncident] = deque()
+        self._pending: deque[PendingIncident] = deque()
         self._max_pending = max_pending
         self._lock = threading.Lock()
 
@@ -502,7 +504,7 @@ class RecordingStore:
         at: datetime | None = None,
     ) -> int | None:
         """The incident id, or None when it waits for a retry."""
-        incident = _PendingIncident(verdict, cluster, asked_by, source, channel, message_ts,
+        incident = PendingIncident(verdict, cluster, asked_by, source, channel, message_ts,
                                     _utc(at))
         error = self._retry()
         if error is None:
@@ -538,7 +540,7 @@ class RecordingStore:
                     self._pending.appendleft(incident)
                 return exc
 
-    def _write(self, incident: _PendingIncident) -> int:
+    def _write(self, incident: PendingIncident) -> int:
         try:
             return self.store.record(
                 incident.verdict, cluster=incident.cluster, asked_by=incident.asked_by,
@@ -551,7 +553,7 @@ class RecordingStore:
             STORE_WRITES_FAILED.inc()
             raise
 
-    def _keep(self, incident: _PendingIncident, error: StoreError) -> None:
+    def _keep(self, incident: PendingIncident, error: StoreError) -> None:
         with self._lock:
             if len(self._pending) >= self._max_pending:
                 dropped = self._pending.popleft()
