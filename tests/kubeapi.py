@@ -1,9 +1,10 @@
 """A small Kubernetes API server for tests: serves a dump directory at the real API paths.
 
-The real ``kubernetes`` client talks HTTP to it on 127.0.0.1. It answers get, list (fieldSelector,
-labelSelector, limit/continue) and watch (ADDED/MODIFIED/DELETED/BOOKMARK, ERROR with a 410
-Status) the way kube-apiserver does: list items carry no kind/apiVersion, lists are kind
-``<Kind>List`` with a resourceVersion, a too-old continue token or watch resourceVersion is 410.
+The real ``kubernetes`` client (and kubectl) talks HTTP to it on 127.0.0.1. It answers
+discovery (the legacy documents), get, list (fieldSelector, labelSelector, limit/continue) and
+watch (ADDED/MODIFIED/DELETED/BOOKMARK, ERROR with a 410 Status) the way kube-apiserver does:
+list items carry no kind/apiVersion, lists are kind ``<Kind>List`` with a resourceVersion, a
+too-old continue token or watch resourceVersion is 410.
 Faults can be injected per request (delay, Status error, connection reset, truncated JSON),
 open watch streams can be cut or ended with an ERROR event, every request is counted (with the
 credentials it carried), SelfSubjectAccessReviews are answered (allowed unless ``deny``-ed; a
@@ -66,6 +67,12 @@ KINDS = (
     Kind("resourceslices", "ResourceSlice", "resource.k8s.io/v1", namespaced=False),
 )
 BY_KIND = {k.kind: k for k in KINDS}
+# Discovery only: a review is created, never stored, listed or read back.
+ACCESS_REVIEWS = Kind("selfsubjectaccessreviews", "SelfSubjectAccessReview",
+                      "authorization.k8s.io/v1", namespaced=False)
+SHORT_NAMES = {"nodes": ["no"], "pods": ["po"], "events": ["ev"], "resourcequotas": ["quota"],
+               "persistentvolumeclaims": ["pvc"], "deployments": ["deploy"],
+               "replicasets": ["rs"], "statefulsets": ["sts"], "daemonsets": ["ds"]}
 BY_PATH = {(k.group_version, k.plural): k for k in KINDS}
 DUMP_LISTS = ("nodes", "pods", "events", "resourcequotas", "runtimeclasses", "workloads", "dra")
 
@@ -428,6 +435,37 @@ class FakeKubeAPI:
         return (self._stopping.is_set() or self._drop_generation != generation
                 or since < self._compacted)
 
+    def discovery(self, path: str) -> Obj | None:
+        """The legacy discovery documents (``/api``, ``/apis``, ``/api/v1``, ``/apis/G``,
+        ``/apis/G/V``) for what this server serves; None for any other path.
+
+        kubectl asks for aggregated discovery first (an ``Accept`` of
+        ``application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,...``); a plain
+        ``application/json`` answer makes it read these documents instead, as from an API server
+        older than 1.26.
+        """
+        served = [k for k in (*KINDS, ACCESS_REVIEWS) if k.group_version not in self.unserved]
+        versions = sorted({k.group_version for k in served if "/" in k.group_version})
+        if path == "/api":
+            host, port = self._server.server_address[:2]
+            return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{host!s}:{port}"}]}
+        groups = {gv.partition("/")[0]: _api_group(gv) for gv in versions}
+        if path == "/apis":
+            return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups.values())}
+        parts = [p for p in path.split("/") if p]
+        if parts[:1] == ["apis"] and len(parts) == 2 and parts[1] in groups:
+            return {"kind": "APIGroup", "apiVersion": "v1", **groups[parts[1]]}
+        if parts == ["api", "v1"]:
+            group_version = "v1"
+        elif parts[:1] == ["apis"] and len(parts) == 3 and "/".join(parts[1:]) in versions:
+            group_version = "/".join(parts[1:])
+        else:
+            return None
+        return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
+                "resources": [_api_resource(k) for k in served
+                              if k.group_version == group_version]}
+
     def deny(self, verb: str, resource: str, group: str = "") -> None:
         """Answer SelfSubjectAccessReviews of ``verb`` on ``resource`` with allowed: false."""
         self.denied.add((verb, group, resource))
@@ -464,6 +502,28 @@ class FakeKubeAPI:
     def namespace_objects(self, plural: str, namespace: str) -> list[Obj]:
         with self._lock:
             return [o for (ns, _), o in self._objects[plural].items() if ns == namespace]
+
+
+# -- discovery ------------------------------------------------------------------------
+
+def _api_group(group_version: str) -> Obj:
+    """An APIGroup entry of ``/apis``: the one version this server serves is preferred."""
+    name, _, version = group_version.partition("/")
+    entry = {"groupVersion": group_version, "version": version}
+    return {"name": name, "versions": [entry], "preferredVersion": entry}
+
+
+def _api_resource(kind: Kind) -> Obj:
+    """An APIResourceList entry with the verbs this server answers."""
+    if kind is ACCESS_REVIEWS:
+        verbs = ["create"]
+    else:
+        verbs = ["get", "list", "watch", *(["create"] if kind.kind == "Pod" else [])]
+    resource: Obj = {"name": kind.plural, "singularName": kind.kind.lower(),
+                     "namespaced": kind.namespaced, "kind": kind.kind, "verbs": verbs}
+    if kind.plural in SHORT_NAMES:
+        resource["shortNames"] = SHORT_NAMES[kind.plural]
+    return resource
 
 
 # -- admission, as kube-apiserver's ResourceQuota and RuntimeClass plugins do it -------------
@@ -669,6 +729,9 @@ def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
                 return
             if split.path == "/version":
                 self._send(200, {"major": "1", "minor": "36", "gitVersion": "v1.36.2"}, truncate)
+                return
+            if (document := api.discovery(split.path)) is not None:
+                self._send(200, document, truncate)
                 return
             route = api.route(split.path)
             if route is None:
