@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.kubeapi import find_kubectl
 from tests.slackfake import FakeSlack
 from triage.snapshot import DUMP_FILES, Snapshot
 
@@ -35,6 +37,17 @@ def find(items: list[dict[str, Any]], name: str, namespace: str | None = None) -
         if meta["name"] == name and (namespace is None or meta.get("namespace") == namespace):
             return item
     raise KeyError(f"{namespace}/{name}")
+
+
+def kubectl_or_skip() -> str:
+    """The kubectl to run; the test is skipped without one (failed when CI is set)."""
+    found = find_kubectl()
+    if found is None:
+        reason = "kubectl is not installed (.ci/run installs it)"
+        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
+            pytest.fail(f"{reason}; CI is set: the kubectl cases must run", pytrace=False)
+        pytest.skip(reason)
+    return found
 
 
 @pytest.fixture(autouse=True)

@@ -22,6 +22,7 @@ import datetime
 import ipaddress
 import json
 import re
+import shutil
 import socket
 import ssl
 import struct
@@ -841,6 +842,12 @@ def generated_cluster(nodes: int, pods_per_node: int, gpus_per_node: int = 8) ->
                                                   "restartCount": 0}]},
             })
     return objects
+
+
+def find_kubectl() -> str | None:
+    """The kubectl on PATH, or the one .ci/run installs into the venv when there is none."""
+    return shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable)
+                                                                         .parent))
 
 
 def make_certificates(directory: Path) -> tuple[Path, ssl.SSLContext]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import subprocess
-import sys
 import textwrap
 import tomllib
 from collections.abc import Callable, Iterator
@@ -21,6 +19,7 @@ import yaml
 
 from bot.config import load_config
 from bot.doctor import READ_RESOURCES, READ_VERBS
+from tests.conftest import kubectl_or_skip
 from triage.cluster import EVENTS, NODES, PODS, QUOTAS, RUNTIME_CLASSES, WORKLOADS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,21 +28,9 @@ COMPONENTS = ("http", "dry-run-preflight", "digest-cronjob")
 Objects = list[dict[str, Any]]
 
 
-def kubectl() -> str:
-    """The kubectl on PATH, or the one .ci/run installs into the venv when there is none."""
-    found = shutil.which("kubectl") or shutil.which("kubectl", path=str(Path(sys.executable)
-                                                                         .parent))
-    if found is None:
-        reason = "kubectl is not installed (.ci/run installs it)"
-        if os.environ.get("CI", "").lower() in ("true", "1", "yes"):
-            pytest.fail(f"{reason}; CI is set: the deploy cases must run", pytrace=False)
-        pytest.skip(reason)
-    return found
-
-
 @functools.cache
 def _rendered(directory: Path) -> str:
-    result = subprocess.run([kubectl(), "kustomize", str(directory)], capture_output=True,
+    result = subprocess.run([kubectl_or_skip(), "kustomize", str(directory)], capture_output=True,
                             text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr
     return result.stdout

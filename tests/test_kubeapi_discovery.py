@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator
@@ -14,12 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SCENARIOS
+from tests.conftest import SCENARIOS, kubectl_or_skip
 from tests.kubeapi import FakeKubeAPI
-
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (.ci/run "
-                                   "installs it); the discovery documents are checked without it")
 
 
 @pytest.fixture
@@ -35,15 +30,13 @@ def get(api: FakeKubeAPI, path: str) -> Any:
 
 def kubectl(api: FakeKubeAPI, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """kubectl with its own HOME (a fresh discovery cache) and the server's kubeconfig."""
-    assert KUBECTL is not None
     env = {**os.environ, "HOME": str(tmp_path)}
     env.pop("KUBECONFIG", None)
-    return subprocess.run([KUBECTL, "--kubeconfig", str(api.kubeconfig(tmp_path / "kubeconfig")),
-                           *args], capture_output=True, text=True, env=env, timeout=60,
-                          check=False)
+    kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
+    return subprocess.run([kubectl_or_skip(), "--kubeconfig", str(kubeconfig), *args],
+                          capture_output=True, text=True, env=env, timeout=60, check=False)
 
 
-@needs_kubectl
 def test_kubectl_describe_pod_works(api: FakeKubeAPI, tmp_path: Path) -> None:
     described = kubectl(api, tmp_path, "describe", "pod", "-n", "research", "full")
     assert described.returncode == 0, described.stderr
@@ -59,7 +52,6 @@ def test_kubectl_describe_pod_works(api: FakeKubeAPI, tmp_path: Path) -> None:
     assert "/api/v1/namespaces/research/pods/full" in paths
 
 
-@needs_kubectl
 def test_kubectl_finds_resources_by_short_name_and_group(api: FakeKubeAPI,
                                                          tmp_path: Path) -> None:
     listed = kubectl(api, tmp_path, "get", "deploy,rs", "-n", "infer", "-o", "name")
