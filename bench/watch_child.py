@@ -2,8 +2,7 @@
 
 Run by bench/__main__.py: python -m bench.watch_child KUBECONFIG REF...
 Prints one JSON line: time to ready, RSS when ready and after the triages, API requests per
-triage of each ref from the cache, and a cold live triage against the requests of
-``kubectl describe pod`` (GET the pod, list its events).
+triage of each ref from the cache.
 """
 
 from __future__ import annotations
@@ -23,10 +22,9 @@ def rss_bytes() -> int:
 
 
 def main() -> int:
-    from bot.sources import LiveSource, WatchSource
+    from bot.sources import WatchSource
     from triage.classify import triage
-    from triage.cluster import EVENTS, PODS, load_api_client
-    from triage.cluster.reader import ClusterReader
+    from triage.cluster import load_api_client
     from triage.refs import parse_ref
 
     kubeconfig, *refs = sys.argv[1:]
@@ -57,18 +55,8 @@ def main() -> int:
     rss_after = rss_bytes()
     source.stop()
 
-    ref = parse_ref(refs[0])
-    cold_reader = ClusterReader(client, 120)
-    started = time.perf_counter()
-    cold_reader.get(PODS, ref.namespace, ref.name)
-    cold_reader.list_all(EVENTS, ref.namespace, field_selector=(
-        f"involvedObject.name={ref.name},involvedObject.namespace={ref.namespace}"))
-    describe = time.perf_counter() - started
-    started = time.perf_counter()
-    LiveSource(api_client=client, timeout=120).triage(ref)
-    cold = time.perf_counter() - started
     print(json.dumps({"ready_seconds": ready, "rss_ready": rss_ready, "rss_after": rss_after,
-                      "requests": counts, "describe_seconds": describe, "cold_seconds": cold}))
+                      "requests": counts}))
     return 0
 
 
