@@ -25,11 +25,8 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, CELUnsupportedError
 
+from scoring.cel_error import SelectorError
 from triage.quantity import QuantityError, parse_quantity
-
-
-class SelectorError(Exception):
-    """A selector that cannot be compiled or evaluated on a device; the message says why."""
 
 
 @total_ordering

@@ -17,13 +17,16 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scoring.cel import Selector, SelectorError, device_variable, shared_selector
+from scoring.cel_error import SelectorError
 from triage.nodes import node_name, selector_mismatches
 from triage.objects import K8sObject, object_key
 from triage.quantity import QuantityError, parse_quantity
 from triage.verdict import Device
+
+if TYPE_CHECKING:
+    from scoring.cel import Selector
 
 # Per-node stages, in funnel order. CLAIM_ELSEWHERE: an allocated claim of the pod is bound
 # to other nodes (the scheduler: "resourceclaim not available on the node").
@@ -211,6 +214,8 @@ class Inventory:
     # -- selectors --------------------------------------------------------------------
 
     def selector(self, expression: str) -> Selector | SelectorError:
+        from scoring.cel import shared_selector  # the CEL interpreter only once a pod asks
+
         return shared_selector(expression)
 
     def matches(self, expression: str, device: SliceDevice) -> bool:
@@ -232,6 +237,8 @@ class Inventory:
 
     def _variable(self, device: SliceDevice) -> Any:
         if device.key not in self._variables:
+            from scoring.cel import device_variable  # loaded by selector() already
+
             self._variables[device.key] = device_variable(device.driver, device.raw)
         return self._variables[device.key]
 

@@ -1,5 +1,6 @@
 """A command imports only what it uses: `gpuwhy --help` loads no command module, `gpuwhy triage
---snapshot` no store, kubernetes client or Slack."""
+--snapshot` no store, kubernetes client or Slack, a live `gpuwhy triage` of a pending GPU pod no
+store, Slack, CEL interpreter or fuzzy matching."""
 
 from __future__ import annotations
 
@@ -14,8 +15,13 @@ import pytest
 
 from bot.cli import build_parser
 from bot.commands import COMMANDS
+from tests.conftest import SCENARIOS
+from tests.kubeapi import FakeKubeAPI
 
 HEAVY = ("sqlalchemy", "alembic", "kubernetes", "slack_sdk", "slack_bolt")
+# What a live answer without DRA or a typo does without (CEL: DRA selectors; rapidfuzz: "did
+# you mean").
+LIVE_UNUSED = ("sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "celpy", "rapidfuzz")
 PROBE = """
 import json, sys
 from bot.cli import main
@@ -28,8 +34,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r}
 """
 
 
-def loaded_by(*argv: str) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(heavy=set(HEAVY)), *argv],
+def loaded_by(*argv: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", PROBE.format(heavy=set(heavy)), *argv],
                           capture_output=True, text=True, check=True,
                           cwd=Path(__file__).parents[1])
     loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -50,6 +56,15 @@ def test_help_imports_no_command_module() -> None:
 
 def test_triage_of_a_dump_loads_no_store_client_or_slack(tmp_path: Path) -> None:
     loaded = loaded_by("triage", "ns/pod", "--snapshot", str(tmp_path), "--no-record")
+    assert loaded == ["bot.cli_options", "bot.cli_triage"]
+
+
+def test_live_triage_loads_no_store_slack_cel_or_fuzzy_matching(tmp_path: Path) -> None:
+    with FakeKubeAPI(SCENARIOS / "seven-states") as api:
+        kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+        loaded = loaded_by("triage", "research/full", "--no-record", "--kubeconfig", kubeconfig,
+                           heavy=LIVE_UNUSED)
+        assert api.count() >= 3  # it did read the cluster
     assert loaded == ["bot.cli_options", "bot.cli_triage"]
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import TypeAdapter
 
 from bot.cli import main
 from bot.config import BotConfig, ConfigError, DigestSchedule, load_config
@@ -109,6 +111,14 @@ def test_the_environment_alone_is_a_configuration() -> None:
 def test_an_empty_file_means_every_default(tmp_path: Path) -> None:
     config = _load(tmp_path, "")
     assert config == BotConfig()
+
+
+def test_the_defaults_written_out_pass_the_schema_unchanged() -> None:
+    """With nothing to check (no file, no variable) load_config skips the schema: every
+    default must be a value the schema accepts and keeps as it is."""
+    defaults = BotConfig()
+    assert TypeAdapter(BotConfig).validate_python(dataclasses.asdict(defaults)) == defaults
+    assert load_config({}) == defaults
 
 
 def test_a_list_at_the_top_level_is_one_line(tmp_path: Path) -> None:

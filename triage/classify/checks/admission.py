@@ -5,7 +5,6 @@ from __future__ import annotations
 from triage import admission
 from triage.classify.subject import Finding, Subject, num
 from triage.snapshot import event_time
-from triage.suggest import closest_names
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
@@ -85,6 +84,8 @@ def check_pod_not_found(subject: Subject) -> Finding:
             why, field, value = (f"{label} exists but has no pods and no admission error on "
                                  "record. Check its status and events."), "pods", "none"
         return Finding(Cause.POD_NOT_FOUND, why, [Evidence(label, field, value)])
+    from triage.suggest import closest_names  # the edit-distance library only for a typo
+
     ref = subject.ref
     suggestions = closest_names(subject.snapshot, ref)
     meant = f"Did you mean {' or '.join(suggestions)}? " if suggestions else ""
