@@ -70,3 +70,12 @@ def test_no_collection_during_a_bulk_parse_and_its_objects_frozen() -> None:
         made.extend({"n": i} for i in range(1000))
     assert gc.isenabled()
     assert gc.get_freeze_count() >= before + 1000
+
+
+def test_a_bulk_parse_without_freeze_leaves_its_objects_collectable() -> None:
+    before = gc.get_freeze_count()
+    with bulk_parse(freeze=False):
+        assert not gc.isenabled()
+        made = [{"n": i} for i in range(1000)]
+    assert gc.isenabled() and made
+    assert gc.get_freeze_count() == before

@@ -29,9 +29,10 @@ class DumpFileError(ValueError):
 
 
 @contextmanager
-def bulk_parse() -> Iterator[None]:
-    """No garbage collection during a bulk parse; what it made is frozen afterwards, so later
-    collections do not walk the snapshot's objects again."""
+def bulk_parse(freeze: bool = True) -> Iterator[None]:
+    """No garbage collection during a bulk parse; with ``freeze``, what it made is frozen
+    afterwards, so later collections do not walk the snapshot's objects again (for a snapshot
+    kept for good: frozen objects are never collected)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -39,7 +40,8 @@ def bulk_parse() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-        gc.freeze()
+        if freeze:
+            gc.freeze()
 
 
 class _Reader:

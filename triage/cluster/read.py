@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -57,9 +58,11 @@ from triage.cluster.reader import (
     NotServed,
     Resource,
 )
+from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.objects import K8sObject, object_key
 from triage.refs import PodRef
+from triage.slim import slim_node, slim_pod
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339
 
 # More names than this: one list of the namespace's events instead of one request per name.
@@ -287,13 +290,21 @@ def read_dra(reader: ClusterReader, found: RefObjects, namespace: str,
 
 def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_PAGE_SIZE,
                   timeout: float = DEFAULT_TIMEOUT, cluster: str = "") -> Snapshot:
-    """Everything one triage of ``ref`` needs, read cold from the API (``gpuwhy triage``)."""
+    """Everything one triage of ``ref`` needs, read cold from the API (``gpuwhy triage``).
+
+    Nodes and pods do not depend on what the ref resolves to: they are listed in two threads
+    while this one reads the ref's objects, each page slimmed as it arrives (what the watch
+    cache keeps; the ref's own pods are read whole) with the garbage collector held off.
+    """
     reader = ClusterReader(api_client, timeout)
-    found = read_ref_objects(reader, ref, page_size)
-    nodes, _ = reader.list_all(NODES, page_size=page_size)
-    pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
-    quotas, runtime_classes = ref_policy(reader, found, ref.namespace, page_size)
-    dra = read_dra(reader, found, ref.namespace, page_size)
+    with bulk_parse(freeze=False), ThreadPoolExecutor(2, "gpuwhy-list") as lists:
+        listing_nodes = lists.submit(reader.list_all, NODES, page_size=page_size, keep=slim_node)
+        listing_pods = lists.submit(reader.list_all, PODS, field_selector=NON_TERMINATED,
+                                    page_size=page_size, keep=slim_pod)
+        found = read_ref_objects(reader, ref, page_size)
+        quotas, runtime_classes = ref_policy(reader, found, ref.namespace, page_size)
+        dra = read_dra(reader, found, ref.namespace, page_size)
+        nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
                     workloads=found.workloads, dra=dra, cluster=cluster or reader.server,
