@@ -237,6 +237,7 @@ def _best_and_first(command: list[str], env: Mapping[str, str], runs: int) -> tu
 def measure_cold(directory: Path, ref: str, row: Callable[..., None], runs: int = 5) -> None:
     """Cold ``gpuwhy triage`` and ``kubectl describe pod`` as processes against one server."""
     from tests.kubeapi import FakeKubeAPI, find_kubectl
+    from triage.cluster.reader import NON_TERMINATED
 
     kubectl = find_kubectl()
     if kubectl is None:
@@ -255,19 +256,30 @@ def measure_cold(directory: Path, ref: str, row: Callable[..., None], runs: int 
             floor, first_floor = _best_and_first(
                 [kubectl, "--kubeconfig", kubeconfig, "describe", "pod", "-n", namespace, name],
                 env, runs)
+            # What any Python client of the official library pays before its first request.
+            client_import, _ = _best_and_first(
+                [sys.executable, "-c", "import kubernetes.client, kubernetes.config"], env, runs)
             mark = server.mark()
             gpuwhy, first = _best_and_first(
                 [sys.executable, "-m", "bot.cli", "triage", ref, "--no-record",
                  "--kubeconfig", kubeconfig], env, runs)
             requests = server.count(mark) // runs
+            # Context, not the floor: kubectl reading what an exact per-node answer reads.
+            listing, _ = _best_and_first(
+                [kubectl, "--kubeconfig", kubeconfig, "get", "pods", "-A", "-o", "json",
+                 f"--field-selector={NON_TERMINATED}"], env, 1)
     finally:
         server.stop()
     row(f"kubectl describe pod {ref}, best of {runs} (floor)", floor, None, "")
     row("  its first run (discovery read, cache written)", first_floor, None, "")
+    row(f"  python importing the kubernetes client, best of {runs}", client_import, floor,
+        "× kubectl describe")
     row(f"cold gpuwhy triage {ref} --no-record, best of {runs}", gpuwhy, floor,
         "× kubectl describe")
     row("  its first run", first, first_floor, "× kubectl's first run")
     print(f"    API requests per cold gpuwhy triage: {requests}")
+    row("kubectl get pods -A -o json (non-terminated), one run", listing, None, "")
+    row("  cold gpuwhy triage against it", gpuwhy, listing, "× kubectl's pod list")
 
 
 def main() -> int:
