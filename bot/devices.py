@@ -17,7 +17,7 @@ from bot.blocks import escape_mrkdwn, render_blocks, render_text
 from bot.render import cause_emoji
 from scoring.dra import DRA_HOLDERS
 from scoring.hami import HAMI_HOLDERS
-from triage.verdict import Device, NodeReport, Verdict
+from triage.verdict import Device, NodeReport, Verdict, data_dict
 from triage.vocabulary import CAUSE_ORDER, FIT, Cause
 
 MAX_DEVICE_NODES = 10  # two Block Kit blocks each
@@ -142,7 +142,7 @@ def devices_json(verdict: Verdict) -> dict[str, Any]:
     """The same nodes as the table, as data (`gpuwhy devices --format json`)."""
     relevant = relevant_nodes(verdict)
     return {"ref": verdict.ref, "cause": verdict.cause, "scope": relevant.scope,
-            "nodes": [asdict(node) for node in relevant.shown],
+            "nodes": [asdict(node, dict_factory=data_dict) for node in relevant.shown],
             "others": relevant.others, "telemetry": verdict.telemetry}
 
 

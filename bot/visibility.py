@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from triage.verdict import Device, Evidence, Holding, NodeReport, Verdict
 
@@ -55,7 +55,7 @@ def _hide_device(device: Device, visible: NamespaceVisible) -> Device:
     return dataclasses.replace(device, holders=_hide_holders(device.holders, visible))
 
 
-def _hide_held(held: list[Holding], visible: NamespaceVisible) -> list[Holding]:
+def _hide_held(held: Sequence[Holding], visible: NamespaceVisible) -> list[Holding]:
     """Holdings of hidden namespaces as one: how many pods, how many GPUs, no names."""
     shown = [h for h in held if visible(h.pod.partition("/")[0])]
     hidden = [h for h in held if h not in shown]

@@ -306,7 +306,7 @@ def without_telemetry(verdict: Verdict, why: str) -> Verdict:
     return result
 
 
-def merge_devices(devices: list[Device], gpus: list[GpuFacts],
+def merge_devices(devices: Sequence[Device], gpus: list[GpuFacts],
                   holders: frozenset[str] | None = None,
                   strangers: list[str] | None = None) -> list[Device]:
     """The node's devices with DCGM's figures; a GPU only DCGM knows is added.

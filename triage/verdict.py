@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class Evidence:
     object: str  # e.g. "Node/gpu-a10-full", "ResourceQuota ml/gpu-quota"
     field: str  # e.g. "status.allocatable[nvidia.com/gpu]"
     value: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Device:
     """One GPU on a node, as the "show devices" table lists it."""
 
@@ -40,7 +41,7 @@ class Device:
     ecc_uncorrectable: int | None = None  # double-bit ECC errors since the driver loaded
 
 
-@dataclass
+@dataclass(slots=True)
 class Holding:
     """A pod holding GPUs of the answer's resource on a node, as the API server says."""
 
@@ -49,15 +50,30 @@ class Holding:
     since: str | None = None  # status.startTime
 
 
-@dataclass
+@dataclass(slots=True, eq=False)
 class NodeReport:
     name: str
     outcome: str  # a funnel cause word, a HAMi node reason, "node unregistered" or "fit"
     detail: str = ""
     score: float | None = None
-    devices: list[Device] = field(default_factory=list)
+    # Empty tuples unless described: an answer has a report per node (5,000 of them), and
+    # two empty lists each were most of what a triage allocated, and so most of its garbage
+    # collections. ``to_dict`` gives lists, as ever.
+    devices: Sequence[Device] = ()
     allocatable: int | None = None  # of the answer's resource
-    held: list[Holding] = field(default_factory=list)  # non-terminated pods' requests
+    held: Sequence[Holding] = ()  # non-terminated pods' requests
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, a sequence by its items: the () of a report never described
+        equals the [] it reads back as."""
+        if not isinstance(other, NodeReport):
+            return NotImplemented
+        return _items(self) == _items(other)
+
+
+def _items(report: NodeReport) -> list[Any]:
+    return [list(value) if isinstance(value, tuple) else value
+            for value in (getattr(report, f.name) for f in fields(report))]
 
 
 @dataclass
@@ -81,7 +97,7 @@ class Verdict:
     telemetry: str | None = None  # where the live device figures came from, or why none
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self, dict_factory=data_dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
@@ -93,3 +109,9 @@ class Verdict:
             for n in data.get("nodes", [])
         ]
         return cls(**fields)
+
+
+def data_dict(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``asdict``'s dict_factory for the Verdict's dataclasses: sequences as lists (a
+    NodeReport's empty defaults are tuples), as JSON reads them back."""
+    return {name: list(value) if isinstance(value, tuple) else value for name, value in items}

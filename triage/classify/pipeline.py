@@ -159,28 +159,35 @@ class _Funnel:
     def __init__(self, subject: Subject, filters: list[NodeFilter]) -> None:
         self.subject = subject
         self.filters = filters
-        self.nodes = list(subject.snapshot.node_table)
-        self.active = [(index, check) for index, check in enumerate(filters)
-                       if check.applies is None or check.applies(subject)]
-        # per node: the index of the filter that drops it (len(filters): none) and why
-        self.drops: list[tuple[int, str]] = [self._first_drop(node) for node in self.nodes]
-        self.dropped_at: dict[int, Dropped] = {}  # per filter, the nodes it drops, by name
-        for node, (at, why) in zip(self.nodes, self.drops, strict=True):
-            self.dropped_at.setdefault(at, []).append((node, why))
+        self.nodes = subject.snapshot.node_table
+        active = [(index, check.drop) for index, check in enumerate(filters)
+                  if check.applies is None or check.applies(subject)]
+        # per node, in parallel lists: the index of the filter that drops it (len(filters):
+        # none) and why; per filter, the nodes it drops with why
+        self.at: list[int] = []
+        self.why: list[str] = []
+        self.dropped_at: dict[int, Dropped] = {}
+        at, whys, dropped_at, kept = self.at, self.why, self.dropped_at, len(filters)
+        for node in self.nodes:
+            for index, drop in active:
+                why = drop(subject, node)
+                if why is not None:
+                    at.append(index)
+                    whys.append(why)
+                    if index in dropped_at:
+                        dropped_at[index].append((node, why))
+                    else:
+                        dropped_at[index] = [(node, why)]
+                    break
+            else:
+                at.append(kept)
+                whys.append("")
         # the outcome each filter gives a node it drops; None: the reason itself (HAMi codes)
         self.outcomes = [None if check.outcome_is_reason else (check.outcome or check.cause).value
                          for check in filters]
         self.passed = 0  # filters walked so far
         self.left = len(self.nodes)  # nodes still standing after them
         self.reported = -1
-
-    def _first_drop(self, node: NodeInfo) -> tuple[int, str]:
-        subject = self.subject
-        for index, check in self.active:
-            why = check.drop(subject, node)
-            if why is not None:
-                return index, why
-        return len(self.filters), ""
 
     def pass_filter(self) -> Dropped:
         """Walk the next filter: the nodes it drops (by name), the nodes still standing."""
@@ -190,8 +197,8 @@ class _Funnel:
         return dropped
 
     def standing(self) -> list[NodeInfo]:
-        return [node for node, (at, _) in zip(self.nodes, self.drops, strict=True)
-                if at >= self.passed]
+        passed = self.passed
+        return [node for node, at in zip(self.nodes, self.at, strict=True) if at >= passed]
 
     def report_so_far(self) -> None:
         """subject.reports as the filters walked so far leave them: every node dropped so far
@@ -204,16 +211,16 @@ class _Funnel:
             # Only the nodes the filters walked since dropped change: a copy (checks may hold
             # the earlier dict) keeps every other report and the order.
             reports = dict(self.subject.reports)
-            for at in range(self.reported, passed):
-                for node, why in self.dropped_at.get(at, ()):
-                    reports[node.name] = NodeReport(node.name, outcomes[at] or why, why)
+            for index in range(self.reported, passed):
+                outcome = outcomes[index]
+                for node, why in self.dropped_at.get(index, ()):
+                    reports[node.name] = NodeReport(node.name, outcome or why, why)
         else:
-            rows = list(zip(self.nodes, self.drops, strict=True))
-            ordered = [row for row in rows if row[1][0] == 0] + [row for row in rows if row[1][0]]
-            reports = {
-                node.name: NodeReport(node.name, outcomes[at] or why, why) if at < passed
-                else NodeReport(node.name, FIT, "fits")
-                for node, (at, why) in ordered}
+            reports = {node.name: NodeReport(node.name, outcomes[0] or why, why)
+                       for node, why in self.dropped_at.get(0, ())}
+            for node, at, why in zip(self.nodes, self.at, self.why, strict=True):
+                if at:
+                    reports[node.name] = (NodeReport(node.name, outcomes[at] or why, why)
+                                          if at < passed else NodeReport(node.name, FIT, "fits"))
         self.reported = passed
         self.subject.reports = reports
-

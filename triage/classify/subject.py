@@ -74,6 +74,13 @@ class Subject:
         return self._requests[resource]
 
     @cached_property
+    def other_requests(self) -> tuple[tuple[str, Decimal], ...]:
+        """The pod's non-zero effective requests of cpu, memory and ephemeral storage (the
+        rest of NodeResourcesFit), in that order."""
+        return tuple((resource, asked) for resource in ("cpu", "memory", "ephemeral-storage")
+                     if (asked := self.request(resource)))
+
+    @cached_property
     def affinity_terms(self) -> list[Any] | None:
         """Required node affinity's nodeSelectorTerms (None when there is none)."""
         affinity = (self.spec.get("affinity") or {}).get("nodeAffinity") or {}

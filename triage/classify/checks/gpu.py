@@ -6,8 +6,6 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
 from triage.nodetable import NodeInfo
@@ -19,8 +17,11 @@ from triage.vocabulary import CAUSE_ORDER, Cause
 
 def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
     # Capacity 0 is what the kubelet leaves when a device plugin unregisters.
-    missing = [r for r in subject.gpu if not node.capacity.get(r)]
-    return f"no {', '.join(missing)} in status.capacity" if missing else None
+    capacity = node.capacity
+    if all(map(capacity.get, subject.gpu)):  # every node is asked: no Python-level loop
+        return None
+    missing = [r for r in subject.gpu if not capacity.get(r)]
+    return f"no {', '.join(missing)} in status.capacity"
 
 
 def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
@@ -46,9 +47,10 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def drop_allocatable_zero(subject: Subject, node: NodeInfo) -> str | None:
-    zero = [r for r in subject.gpu if not node.allocatable.get(r)]
-    if not zero:
+    allocatable = node.allocatable
+    if all(map(allocatable.get, subject.gpu)):
         return None
+    zero = [r for r in subject.gpu if not allocatable.get(r)]
     return ", ".join(f"{r} capacity {node.capacity.get(r)}, allocatable 0" for r in zero)
 
 
@@ -62,9 +64,10 @@ def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
-    short = [(r, node.allocatable.get(r, 0), n) for r, n in subject.gpu.items()
-             if node.allocatable.get(r, 0) < n]
-    return ", ".join(f"{r} allocatable {a} < request {n}" for r, a, n in short) or None
+    allocatable = node.allocatable
+    short = [f"{r} allocatable {allocatable.get(r, 0)} < request {n}"
+             for r, n in subject.gpu.items() if allocatable.get(r, 0) < n]
+    return ", ".join(short) if short else None
 
 
 def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
@@ -94,18 +97,17 @@ def _allocatable(subject: Subject, name: str, resource: str) -> int:
 
 
 def _free(subject: Subject, node: NodeInfo, resource: str) -> int:
-    used = int(subject.snapshot.requested_on(node.name).get(resource, Decimal(0)))
-    return node.allocatable.get(resource, 0) - used
+    used = subject.snapshot.requested_on(node.name).get(resource)
+    return node.allocatable.get(resource, 0) - (0 if used is None else int(used))
 
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
-    short = []
-    for resource, request in subject.gpu.items():
-        free = _free(subject, node, resource)
-        if free < request:
-            allocatable = node.allocatable.get(resource, 0)
-            short.append(f"{allocatable - free}/{allocatable} {resource} held")
-    return "; ".join(short) or None
+    short = [(free, resource) for resource, request in subject.gpu.items()
+             if (free := _free(subject, node, resource)) < request]
+    if not short:
+        return None
+    return "; ".join(f"{(allocatable := node.allocatable.get(resource, 0)) - free}/{allocatable} "
+                     f"{resource} held" for free, resource in short)
 
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:

@@ -13,26 +13,22 @@ from triage.quantity import parse_quantity
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
-_NON_GPU = ("cpu", "memory", "ephemeral-storage")
+_NONE = Decimal(0)
 
 
 def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
     """NodeResourcesFit for cpu, memory, ephemeral storage and the pod count."""
     requested = subject.snapshot.requested_on(node.name)
     exact = node.allocatable_exact  # unparsable values left out: not checked
-    short = []
-    for resource in _NON_GPU:
-        asked = subject.request(resource)
-        if asked and resource in exact and exact[resource] - requested.get(
-                resource, Decimal(0)) < asked:
-            short.append(f"Insufficient {resource}")
-    pods_allowed = (node.raw.get("status", {}).get("allocatable") or {}).get("pods")
-    if pods_allowed is not None:
-        # an unparsable pod count raises, as it always has
-        limit = exact["pods"] if "pods" in exact else parse_quantity(pods_allowed)
-        if requested.get("pods", Decimal(0)) + 1 > limit:
-            short.append("Too many pods")
-    return ", ".join(short) or None
+    short = [f"Insufficient {resource}" for resource, asked in subject.other_requests
+             if resource in exact and exact[resource] - requested.get(resource, _NONE) < asked]
+    limit = exact.get("pods")
+    if limit is None and (pods := (node.raw.get("status", {}).get("allocatable") or {})
+                          .get("pods")) is not None:
+        limit = parse_quantity(pods)  # an unparsable pod count raises, as it always has
+    if limit is not None and requested.get("pods", _NONE) + 1 > limit:
+        short.append("Too many pods")
+    return ", ".join(short) if short else None
 
 
 def explain_other_resources(subject: Subject, dropped: Dropped) -> Finding:
