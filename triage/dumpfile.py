@@ -21,6 +21,10 @@ from triage.objects import K8sObject
 
 CHUNK = 1 << 22  # characters read at a time
 MAX_VALUE = 1 << 26  # a single value longer than this is not waited for: the file is broken
+# An item is decoded only with at least this much text ahead of it (or the end of the file):
+# a decode that runs off the end of the buffer is thrown away, and its error counts the
+# buffer's lines.
+AHEAD = 1 << 16
 _SPACE = re.compile(r"[ \t\n\r]*")
 
 
@@ -50,7 +54,7 @@ class _Reader:
         self.text = ""
         self.pos = 0
         self.eof = False
-        self.lines_before = 0  # newlines in the text already dropped from the buffer
+        self.dropped = 0  # characters of the file already dropped from the buffer
         self.decoder = json.JSONDecoder()
 
     def fill(self) -> bool:
@@ -61,13 +65,18 @@ class _Reader:
         if not chunk:
             self.eof = True
             return False
-        self.lines_before += self.text.count("\n", 0, self.pos)
+        self.dropped += self.pos
         self.text = self.text[self.pos:] + chunk
         self.pos = 0
         return True
 
     def line(self, pos: int) -> int:
-        return self.lines_before + self.text.count("\n", 0, pos) + 1
+        """The line of ``pos`` in the buffer, counted from the file's start (only for an error
+        message: the newlines of what was read are not counted on the way)."""
+        if not self.dropped:
+            return self.text.count("\n", 0, pos) + 1
+        self.file.seek(0)
+        return self.file.read(self.dropped).count("\n") + self.text.count("\n", 0, pos) + 1
 
     def skip_space(self) -> str:
         """The next character after white space ("" at the end of the file)."""
@@ -89,6 +98,8 @@ class _Reader:
 
     def value(self) -> Any:
         self.skip_space()
+        if len(self.text) - self.pos < AHEAD:
+            self.fill()
         while True:
             try:
                 value, end = self.decoder.raw_decode(self.text, self.pos)

@@ -4,14 +4,13 @@ a triage of one namespace looks at only in passing."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from triage.objects import K8sObject
 
 # The fields triage and scoring read; everything else (images, managedFields, env, volumes,
 # last-applied-configuration, ...) is dropped to keep 150,000 pods small in memory.
-_Keep = Mapping[str, Any]
+_Keep = dict[str, Any]  # a dict (checked as one): the shape of what is kept
 SLIM_METADATA: _Keep = {key: True for key in (
     "name", "namespace", "uid", "labels", "ownerReferences", "creationTimestamp",
     "deletionTimestamp", "resourceVersion")}
@@ -39,8 +38,10 @@ def slim(obj: Any, keep: _Keep | bool) -> Any:
         return obj
     if isinstance(obj, list):
         return [slim(item, keep) for item in obj]
-    if isinstance(obj, dict) and isinstance(keep, Mapping):
-        return {key: slim(value, keep[key]) for key, value in obj.items() if key in keep}
+    if isinstance(obj, dict) and isinstance(keep, dict):
+        # a kept-whole value is taken as it is, without a call (most values of a pod are)
+        return {key: value if (inner := keep[key]) is True else slim(value, inner)
+                for key, value in obj.items() if key in keep}
     return obj
 
 
