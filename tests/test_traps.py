@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import SCENARIO_NAMES, SCENARIOS, find, load_lists
 from triage.classify import triage
 from triage.config import TriageConfig
-from triage.pods import effective_request
+from triage.pods import effective_request, effective_requests, sum_requests
 from triage.refs import PodRef, parse_ref
 from triage.snapshot import Snapshot
 
@@ -93,6 +93,39 @@ def test_effective_request(init: list[int], app: list[int], expected: int) -> No
 
 def test_sidecar_adds_to_app_containers() -> None:
     assert effective_request(_pod_spec([1], [1], sidecar=[1]), "nvidia.com/gpu") == 2
+
+
+def _resources(requests: dict[str, str], limits: dict[str, str] | None = None,
+               **more: Any) -> dict[str, Any]:
+    return {"name": "c", "resources": {"requests": requests, "limits": limits or {}}, **more}
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    # quantities as the API server may write them; sums keep Decimal's exact digits
+    ({"containers": [_resources({"cpu": "500m", "memory": "1Gi"}, {"nvidia.com/gpu": "1"}),
+                     _resources({"cpu": "1.5", "memory": "1e3"})]},
+     {"cpu": "2.000", "memory": "1073742824", "nvidia.com/gpu": "1"}),
+    ({"containers": [_resources({"cpu": "2"}, {"cpu": "-1"})]}, {"cpu": "0"}),  # never below 0
+    ({"containers": [_resources({"nvidia.com/gpu": "1"})],
+      "initContainers": [_resources({"nvidia.com/gpu": "3", "cpu": "1"}),
+                         _resources({"nvidia.com/gpu": "1"}, restartPolicy="Always")]},
+     {"nvidia.com/gpu": "3", "cpu": "1"}),  # init peak 3 > app 1 + sidecar 1
+    ({"containers": [_resources({"cpu": "1"})], "overhead": {"cpu": "250m", "memory": "64Mi"}},
+     {"cpu": "1.250"}),  # overhead only for what the containers name
+])
+def test_effective_requests_of_every_resource(spec: dict[str, Any],
+                                              expected: dict[str, str]) -> None:
+    requests = effective_requests(spec)
+    assert {name: str(amount) for name, amount in requests.items()} == expected
+    assert requests == {name: effective_request(spec, name) for name in expected}
+
+
+def test_summed_requests_count_the_pods() -> None:
+    pods = [{"spec": {"containers": [_resources({"cpu": "250m"}, {"nvidia.com/gpu": "2"})]}},
+            {"spec": {"containers": [_resources({"cpu": "1"})]}}]
+    totals = sum_requests(pods)
+    assert {name: str(amount) for name, amount in totals.items()} == {
+        "cpu": "1.250", "nvidia.com/gpu": "2", "pods": "2"}
 
 
 def test_init_container_request_decides_too_large(seven_states: Lists) -> None:
