@@ -57,9 +57,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, as_program: bool = False) -> int:
+    """Run one command; its exit code. ``as_program``: this is the process's only job (see
+    bot.program: a command holding a snapshot ends the process once its output is out)."""
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    args.as_program = as_program
     level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s %(message)s", stream=sys.stderr)
     if args.verbose < 2:
@@ -74,5 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run() -> int:
+    """The `gpuwhy` program (its console script and ``python -m bot.cli``)."""
+    return main(as_program=True)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -15,6 +15,7 @@ from bot.cli_options import add_cluster_options, add_db_option
 from bot.commands import command_help
 from bot.config import BotConfig, ConfigError, load_config
 from bot.metrics import ANSWERS
+from bot.program import finish
 from bot.render import render_text
 from bot.sources import LiveSource, SnapshotSource, TriageSource
 from bot.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
@@ -112,8 +113,10 @@ def run_triage(args: argparse.Namespace) -> int:
     else:
         print(render_text(verdict), end="")
     if not args.no_record:
-        _record(args.db, [verdict], source.cluster)
-    return EXIT_OK
+        store = _record(args.db, [verdict], source.cluster)
+        if store is not None:
+            store.close()
+    return finish(args, EXIT_OK)
 
 
 def run_devices(args: argparse.Namespace) -> int:
@@ -127,7 +130,7 @@ def run_devices(args: argparse.Namespace) -> int:
         print(json.dumps(devices_json(verdict), indent=2, ensure_ascii=False))
     else:
         print(devices_terminal(verdict, datetime.now(UTC)))
-    return EXIT_OK
+    return finish(args, EXIT_OK)
 
 
 class UsageError(ValueError):
