@@ -143,6 +143,9 @@ class FakeKubeAPI:
         # API groups/versions answered 404, like a cluster without them (resource.k8s.io/v1)
         self.unserved = frozenset(unserved)
         self._objects: dict[str, dict[Key, Obj]] = {k.plural: {} for k in KINDS}
+        # each object's list-item JSON, encoded once when stored (kube-apiserver serves lists
+        # from its watch cache; re-encoding every page in Python would time this server)
+        self._encoded: dict[str, dict[Key, bytes]] = {k.plural: {} for k in KINDS}
         self._sorted_keys: dict[str, list[Key]] = {}
         self._history: list[Change] = []
         self._resource_version = 1000
@@ -231,8 +234,9 @@ class FakeKubeAPI:
                 self._store(item)
 
     def _store(self, item: Obj) -> None:
-        kind = BY_KIND[item["kind"]]
-        self._objects[kind.plural][_key(item)] = item
+        kind, key = BY_KIND[item["kind"]], _key(item)
+        self._objects[kind.plural][key] = item
+        self._encoded[kind.plural][key] = json.dumps(_as_list_item(item)).encode()
         self._sorted_keys.pop(kind.plural, None)
 
     def apply(self, item: Obj) -> Obj:
@@ -252,6 +256,7 @@ class FakeKubeAPI:
         with self._lock:
             kind = BY_KIND[kind_name]
             old = self._objects[kind.plural].pop((namespace, name))
+            del self._encoded[kind.plural][(namespace, name)]
             self._sorted_keys.pop(kind.plural, None)
             self._resource_version += 1
             gone = copy.deepcopy(old)
@@ -335,7 +340,9 @@ class FakeKubeAPI:
                                      **({"group": group} if group else {})})
         return 200, item
 
-    def list_items(self, kind: Kind, namespace: str, query: Mapping[str, str]) -> tuple[int, Obj]:
+    def list_items(self, kind: Kind, namespace: str,
+                   query: Mapping[str, str]) -> tuple[int, Obj | bytes]:
+        """A list answer: the Status of a 410, or the list's JSON (from the stored encodings)."""
         matches = _selector(query.get("fieldSelector", ""), query.get("labelSelector", ""))
         limit = int(query.get("limit") or 0)
         with self._lock:
@@ -349,29 +356,30 @@ class FakeKubeAPI:
                         "The provided continue parameter is too old to display a consistent "
                         "list result. You can start a new list without the continue parameter.")
                 list_rv, start = state["rv"], (state["ns"], state["name"])
-            objects = self._objects[kind.plural]
+            objects, encoded = self._objects[kind.plural], self._encoded[kind.plural]
             keys = self._sorted_keys.get(kind.plural)
             if keys is None:
                 keys = self._sorted_keys[kind.plural] = sorted(objects)
             position = bisect.bisect_right(keys, start) if query.get("continue") else 0
-            items: list[Obj] = []
+            items: list[bytes] = []
+            last: Key | None = None
             next_key: Key | None = None
             for key in keys[position:]:
                 if namespace and key[0] != namespace:
                     continue
-                item = objects[key]
-                if not matches(item):
+                if not matches(objects[key]):
                     continue
                 if limit and len(items) == limit:
-                    next_key = _key(items[-1])
+                    next_key = last
                     break
-                items.append(item)
+                items.append(encoded[key])
+                last = key
         metadata: Obj = {"resourceVersion": str(list_rv)}
         if next_key is not None:
             metadata["continue"] = base64.b64encode(json.dumps(
                 {"rv": list_rv, "ns": next_key[0], "name": next_key[1]}).encode()).decode()
-        return 200, {"kind": f"{kind.kind}List", "apiVersion": kind.group_version,
-                     "metadata": metadata, "items": [_as_list_item(i) for i in items]}
+        return 200, _list_json({"kind": f"{kind.kind}List", "apiVersion": kind.group_version,
+                                "metadata": metadata}, items)
 
     def watch(self, kind: Kind, namespace: str, query: Mapping[str, str]) -> Iterator[Obj | None]:
         """Watch events; None means "cut the connection now"."""
@@ -663,6 +671,11 @@ def _key(obj: Obj) -> Key:
     return meta.get("namespace", "") or "", meta.get("name", "")
 
 
+def _list_json(head: Obj, items: list[bytes]) -> bytes:
+    """``json.dumps({**head, "items": [...]})`` from the items' own encodings, byte for byte."""
+    return b"".join((json.dumps(head)[:-1].encode(), b', "items": [', b", ".join(items), b"]}"))
+
+
 def _as_list_item(item: Obj) -> Obj:
     """kube-apiserver's list items carry no kind / apiVersion (kubectl adds them)."""
     return {k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
@@ -765,8 +778,8 @@ def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
                 return True
             return False
 
-        def _send(self, code: int, document: Obj, truncate: bool = False) -> None:
-            data = json.dumps(document).encode()
+        def _send(self, code: int, document: Obj | bytes, truncate: bool = False) -> None:
+            data = document if isinstance(document, bytes) else json.dumps(document).encode()
             if truncate:
                 data = data[: len(data) // 2]
             self.send_response(code)
