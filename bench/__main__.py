@@ -13,8 +13,8 @@ and, measured in this one process and run:
   fastest of three alternating runs of each);
 - ``gpuwhy --help`` start-up against ``python -c pass``;
 - the watch cache of ``gpuwhy serve`` in a child process, against tests/kubeapi.py serving
-  the dump on 127.0.0.1: time to ready (against the parse floor of nodes + pods), RSS when
-  ready, API requests per triage of a pod;
+  the dump on 127.0.0.1: time to ready (against the parse floor of nodes + pods), the CPU
+  time the cache and the server spent until then, RSS when ready, API requests per triage;
 - cold ``gpuwhy triage NS/POD --no-record`` against that server, as a process, against
   ``kubectl describe pod`` run the same way (each with a fresh HOME, so kubectl's first run
   reads discovery; best of a few runs and the first run of each), at the recorded scale
@@ -29,6 +29,7 @@ import gc
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -225,7 +226,15 @@ def measure_startup(row: Callable[..., None]) -> None:
           f"{', '.join(heavy) or 'none'}")
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def measure_watch(directory: Path, row: Callable[..., None]) -> None:
+    """The cache in a child process; tests/kubeapi.py serves it from threads of this process,
+    which otherwise only waits: this process's CPU time until the child is ready is the
+    server's."""
     from tests.kubeapi import FakeKubeAPI
 
     floor = parse_floor(directory, ("nodes.json", "pods.json"))
@@ -235,11 +244,22 @@ def measure_watch(directory: Path, row: Callable[..., None]) -> None:
             kubeconfig = server.kubeconfig(Path(work) / "kubeconfig")
             refs = pending_refs()[:20]
             command = [sys.executable, "-m", "bench.watch_child", str(kubeconfig), *refs]
-            _, _, stdout = _child(command)
-        result = json.loads(stdout.strip().splitlines()[-1])
-        row("gpuwhy serve watch cache: ready", result["ready_seconds"], floor,
+            cpu_before = _cpu_seconds()
+            with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+                assert child.stdout is not None
+                ready_line = child.stdout.readline()  # printed the moment the cache is ready
+                server_cpu = _cpu_seconds() - cpu_before
+                rest = child.stdout.read()
+            if child.returncode != 0 or not ready_line:
+                raise RuntimeError(f"{command[:3]}: exit {child.returncode}")
+        ready, result = json.loads(ready_line), json.loads(rest.strip().splitlines()[-1])
+        row("gpuwhy serve watch cache: ready", ready["ready_seconds"], floor,
             "× parse floor of nodes + pods")
-        row("  its RSS when ready", result["rss_ready"] / GIB, None, "GiB", unit="GiB")
+        row("  its CPU time until ready", ready["cpu_seconds"], ready["ready_seconds"],
+            "× ready time")
+        row("  the test API server's CPU time until then", server_cpu, ready["ready_seconds"],
+            "× ready time")
+        row("  its RSS when ready", ready["rss_ready"] / GIB, None, "GiB", unit="GiB")
         row("  its RSS after the triages", result["rss_after"] / GIB, None, "GiB", unit="GiB")
         counts = result["requests"]
         print(f"    API requests per triage of a pending pod from the cache: "
