@@ -46,7 +46,11 @@ def slim(obj: Any, keep: _Keep | bool) -> Any:
 
 
 def slim_pod(pod: K8sObject) -> K8sObject:
-    small: K8sObject = slim(pod, SLIM_POD)
+    return trim_pod_annotations(slim(pod, SLIM_POD))
+
+
+def trim_pod_annotations(small: K8sObject) -> K8sObject:
+    """A pod cut to SLIM_POD keeps only the annotations that record device allocations."""
     annotations = small.get("metadata", {}).get("annotations")
     if annotations:
         small["metadata"]["annotations"] = {

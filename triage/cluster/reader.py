@@ -19,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from triage.cluster.errors import AdmissionRejected, Expired, one_line
 from triage.cluster.kubeconfig import server_url
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
+from triage.cluster.pages import ItemShape
 from triage.errors import ClusterError
 from triage.objects import K8sObject
 from triage.vocabulary import Cause
@@ -119,14 +120,15 @@ class ClusterReader:
 
     def list_all(self, resource: Resource, namespace: str = "", *, field_selector: str = "",
              label_selector: str = "", page_size: int = DEFAULT_PAGE_SIZE,
-             keep: Callable[[K8sObject], K8sObject | None] | None = None,
+             keep: ItemShape | Callable[[K8sObject], K8sObject | None] | None = None,
              ) -> tuple[list[K8sObject], str]:
         """All matching objects (paged) and the list's resourceVersion.
 
         ``keep`` sees each item as its page arrives and returns what to keep of it (None: drop
-        it), so a list of 150,000 pods never holds more than one page in full. A 410 on a
-        continue token (the list took longer than etcd keeps history) restarts the list from
-        the first page, as kubectl does.
+        it), so a list of 150,000 pods never holds more than one page in full; an ItemShape
+        decodes each page straight into what it keeps. A 410 on a continue token (the list
+        took longer than etcd keeps history) restarts the list from the first page, as
+        kubectl does.
         """
         call = _Call("list", resource, namespace)
         query = [(key, value) for key, value in (("fieldSelector", field_selector),
@@ -142,15 +144,8 @@ class ClusterReader:
                     response = self._request(call, "GET", resource.path(namespace), page_query)
                     if response is None:
                         raise self._not_found(call, "")
-                    document = self._json(call, response)
-                    metadata = document.get("metadata") or {}
-                    page = with_kind(resource, document.pop("items", None) or [])
-                    del document  # the page's full objects go as soon as they are kept
-                    if keep is None:
-                        items.extend(page)
-                    else:
-                        items.extend(kept for item in page if (kept := keep(item)) is not None)
-                    del page
+                    metadata = self._page(call, resource, self._body(call, response), keep,
+                                          items)
                     token = metadata.get("continue") or ""
                     if not token:
                         return items, str(metadata.get("resourceVersion") or "")
@@ -159,6 +154,25 @@ class ClusterReader:
         raise ClusterError(f"The Kubernetes API server at {self.server} kept expiring the "
                            f"paged list ({call.describe()}); the cluster changes faster than "
                            "gpuwhy can page through it, try a larger page size.")
+
+    def _page(self, call: _Call, resource: Resource, data: bytes,
+              keep: ItemShape | Callable[[K8sObject], K8sObject | None] | None,
+              items: list[K8sObject]) -> Mapping[str, Any]:
+        """Add what ``keep`` keeps of a list page's items to ``items``; the page's metadata."""
+        if isinstance(keep, ItemShape) and (cut := keep.cut_page(data)) is not None:
+            metadata, small = cut
+            items.extend(kept for item in with_kind(resource, small)
+                         if (kept := keep.finish(item)) is not None)
+            return metadata
+        document = self._parse(call, data)
+        metadata = document.get("metadata") or {}
+        page = with_kind(resource, document.pop("items", None) or [])
+        del document  # the page's full objects go as soon as they are kept
+        if keep is None:
+            items.extend(page)
+        else:
+            items.extend(kept for item in page if (kept := keep(item)) is not None)
+        return metadata
 
     def watch(self, resource: Resource, resource_version: str, *, field_selector: str = "",
               timeout_seconds: int = 300, on_open: Callable[[Any], None] | None = None,
@@ -263,10 +277,16 @@ class ClusterReader:
         return data
 
     def _json(self, call: _Call, response: Any) -> K8sObject:
+        return self._parse(call, self._body(call, response))
+
+    def _body(self, call: _Call, response: Any) -> bytes:
         try:
-            data = response.data
+            data: bytes = response.data
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             raise self._transport_error(call, exc) from exc
+        return data
+
+    def _parse(self, call: _Call, data: bytes) -> K8sObject:
         try:
             document = json.loads(data)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:

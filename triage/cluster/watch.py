@@ -20,6 +20,7 @@ from kubernetes.client import ApiClient
 
 from triage.cluster.errors import Expired, one_line
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
+from triage.cluster.pages import ItemShape
 from triage.cluster.read import (
     asks_dra,
     merge_pods,
@@ -42,7 +43,7 @@ from triage.nodetable import NodeInfo, node_info, node_table
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import sum_requests
 from triage.refs import PodRef
-from triage.slim import slim_node, slim_pod
+from triage.slim import SLIM_NODE, SLIM_POD, slim_node, slim_pod, trim_pod_annotations
 from triage.snapshot import Snapshot, rfc3339
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class _NodeStore:
     """Nodes by name with their node-table rows (kept current per event), viewed in the API
     server's list order (by name) like a cold list."""
 
-    slim = staticmethod(slim_node)  # what a list keeps of each node as its page arrives
+    slim = ItemShape("Node", SLIM_NODE, lambda node: node)  # kept of a node as its page arrives
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -153,10 +154,9 @@ class _PodStore:
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
 
-    @staticmethod
-    def slim(pod: K8sObject) -> K8sObject | None:
-        """What a list keeps of each pod as its page arrives (a finished one: nothing)."""
-        return None if is_terminated(pod) else slim_pod(pod)
+    # what a list keeps of each pod as its page arrives (of a finished one: nothing)
+    slim = ItemShape("Pod", SLIM_POD, lambda small: None if is_terminated(small)
+                     else trim_pod_annotations(small))
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's pods, slim already, indexed in bulk: each node's pods sorted and its

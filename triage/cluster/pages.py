@@ -1,0 +1,67 @@
+"""What a paged list keeps of each item, and list pages decoded straight into it.
+
+A page of 500 pods is megabytes of JSON of which triage keeps a few fields. Parsing it whole
+and then cutting each item builds (and frees) every field first; msgspec, given the kept
+fields as types, reads the page once and builds only what is kept. The types are made from
+triage.slim's keep-maps, so there is one definition of what is kept, and a page they do not
+fit (a field of an unexpected JSON type, anything msgspec refuses) is parsed whole and cut by
+``triage.slim.slim`` instead: the items kept are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict, cast
+
+from triage.objects import K8sObject
+from triage.slim import slim
+
+_LIST: Any = list  # subscripted with types made at run time, which mypy cannot see
+
+
+def _shape(name: str, keep: dict[str, Any]) -> Any:
+    """A TypedDict of the kept keys: a key kept whole is Any; a key cut further is, as
+    ``slim`` cuts it, an object or a list of objects (or null)."""
+    fields: dict[str, Any] = {}
+    for key, inner in keep.items():
+        if inner is True:
+            fields[key] = Any
+        else:
+            item = _shape(f"{name}_{key}", inner)
+            fields[key] = _LIST[item] | item | None
+    return _typed_dict(name, fields)
+
+
+def _typed_dict(name: str, fields: dict[str, Any]) -> Any:
+    """A TypedDict made at run time (its fields come from a keep-map)."""
+    return cast(Any, TypedDict)(name, fields, total=False)
+
+
+class ItemShape:
+    """An item of a list cut to ``keep`` (a triage.slim keep-map), then passed to ``finish``,
+    which returns what to keep of it (None: nothing)."""
+
+    def __init__(self, name: str, keep: dict[str, Any],
+                 finish: Callable[[K8sObject], K8sObject | None]) -> None:
+        self.keep = keep
+        self.finish = finish
+        page = _typed_dict(f"{name}List", {"metadata": dict[str, Any] | None,
+                                            "items": _LIST[_shape(name, keep)] | None})
+        # imported here: the reader imports this module, and a cold read has no use for it
+        import msgspec.json
+
+        self._decoder = msgspec.json.Decoder(page)
+        self._unfit: type[Exception] = msgspec.DecodeError  # also ValidationError (a subclass)
+
+    def __call__(self, item: K8sObject) -> K8sObject | None:
+        """What is kept of one whole item."""
+        return self.finish(slim(item, self.keep))
+
+    def cut_page(self, data: bytes) -> tuple[Mapping[str, Any], list[K8sObject]] | None:
+        """A list page's metadata and its items cut to ``keep`` (not finished yet), or None
+        when the page does not fit the kept fields' types (parse it whole)."""
+        try:
+            document = self._decoder.decode(data)
+        except self._unfit:
+            return None
+        return document.get("metadata") or {}, document.get("items") or []
