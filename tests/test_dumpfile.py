@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -79,3 +80,24 @@ def test_a_bulk_parse_without_freeze_leaves_its_objects_collectable() -> None:
         made = [{"n": i} for i in range(1000)]
     assert gc.isenabled() and made
     assert gc.get_freeze_count() == before
+
+
+def test_overlapping_bulk_parses_hold_the_collector_until_the_last_ends() -> None:
+    second_in, first_out = threading.Event(), threading.Event()
+    seen: list[bool] = []
+
+    def second() -> None:
+        with bulk_parse():
+            second_in.set()
+            first_out.wait(5)
+            seen.append(gc.isenabled())  # the first one ended: still held for this one
+
+    before = gc.get_freeze_count()
+    with bulk_parse(freeze=False):
+        worker = threading.Thread(target=second)
+        worker.start()
+        assert second_in.wait(5)
+    first_out.set()
+    worker.join(5)
+    assert seen == [False]
+    assert gc.isenabled() and gc.get_freeze_count() > before  # the second one asked to freeze

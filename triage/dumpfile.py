@@ -12,8 +12,9 @@ from __future__ import annotations
 import gc
 import json
 import re
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,20 +33,45 @@ class DumpFileError(ValueError):
     """The file is not a Kubernetes List; the message says why (no file name)."""
 
 
-@contextmanager
-def bulk_parse(freeze: bool = True) -> Iterator[None]:
+class _Collector:
+    """The garbage collector held off while any bulk parse runs (the watch cache lists several
+    resources at once, each from its own thread): the first to start disables it, the last to
+    end enables it again if it was on, and freezes what they made if one of them asked to."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._parses = 0
+        self._was_enabled = False
+        self._freeze = False
+
+    @contextmanager
+    def held(self, freeze: bool) -> Iterator[None]:
+        with self._lock:
+            if not self._parses:
+                self._was_enabled, self._freeze = gc.isenabled(), False
+                gc.disable()
+            self._parses += 1
+            self._freeze = self._freeze or freeze
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._parses -= 1
+                if not self._parses:
+                    if self._was_enabled:
+                        gc.enable()
+                    if self._freeze:
+                        gc.freeze()
+
+
+_COLLECTOR = _Collector()  # one per process, as the garbage collector is
+
+
+def bulk_parse(freeze: bool = True) -> AbstractContextManager[None]:
     """No garbage collection during a bulk parse; with ``freeze``, what it made is frozen
     afterwards, so later collections do not walk the snapshot's objects again (for a snapshot
     kept for good: frozen objects are never collected)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-        if freeze:
-            gc.freeze()
+    return _COLLECTOR.held(freeze)
 
 
 class _Reader:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -240,6 +241,20 @@ def test_not_ready_until_the_first_full_list(api: FakeKubeAPI, tmp_path: Path) -
                                       "try again in a minute.")
         assert source.wait_ready(5)
         assert source.triage(ref_of("research/full")).cause == "exhausted"
+    finally:
+        source.stop()
+
+
+def test_the_first_lists_hold_garbage_collection_and_freeze_what_they_keep(
+        api: FakeKubeAPI, tmp_path: Path) -> None:
+    api.inject("delay", "^/api/v1/pods$", seconds=1.0)
+    frozen = gc.get_freeze_count()
+    source = watch_source(api, tmp_path).start()
+    try:
+        eventually(lambda: source.cache._reflectors[0].listed.is_set())  # nodes: listed
+        assert not gc.isenabled()  # pods: still listing
+        assert source.wait_ready(5)
+        assert gc.isenabled() and gc.get_freeze_count() > frozen
     finally:
         source.stop()
 

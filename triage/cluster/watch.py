@@ -38,6 +38,7 @@ from triage.cluster.reader import (
     NotServed,
     Resource,
 )
+from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.nodetable import NodeInfo, node_info, node_table
 from triage.objects import K8sObject, is_terminated, object_key
@@ -351,10 +352,12 @@ class _Reflector:
         while not stop.is_set():
             try:
                 if not self.resource_version:
-                    items, self.resource_version = self.cache.reader.list_all(
-                        self.resource, field_selector=self.field_selector,
-                        page_size=self.cache.page_size, keep=self.store.slim)
-                    self.store.replace(items)
+                    with bulk_parse():  # a list makes objects that live on: GC would re-walk them
+                        items, self.resource_version = self.cache.reader.list_all(
+                            self.resource, field_selector=self.field_selector,
+                            page_size=self.cache.page_size, keep=self.store.slim)
+                        self.store.replace(items)
+                        del items
                     self.heard = time.monotonic()
                     self.lists += 1
                     self.list_error = None
