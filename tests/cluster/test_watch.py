@@ -15,6 +15,7 @@ import pytest
 from bot.sources import LiveSource, WatchSource
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
 from triage.cluster import IndexedSnapshot, load_api_client, read_snapshot
+from triage.cluster.watch import _PodStore
 from triage.errors import ClusterError
 from triage.objects import is_terminated, object_key
 from triage.refs import PodRef
@@ -433,3 +434,20 @@ def test_fetched_pods_override_a_stale_cache_as_a_cold_read_would(
     assert isinstance(cached, IndexedSnapshot)
     assert node_views(cached) == node_views(read_snapshot(cache.cache.reader.api_client, ref))
     assert node_views(cached)["gpu-a10-full"] == a10_full
+
+
+def test_pods_alike_but_for_their_node_share_one_requests_answer() -> None:
+    pod = json.loads((SEVEN / "pods.json").read_text())["items"][0]
+    twin = copy.deepcopy(pod)
+    twin["metadata"]["name"] += "-twin"
+    twin["spec"]["nodeName"] = "elsewhere"
+    bigger = copy.deepcopy(twin)
+    bigger["metadata"]["name"] += "-bigger"
+    bigger["spec"]["containers"][0].setdefault("resources", {})["requests"] = {"cpu": "99"}
+    store = _PodStore()
+    store.replace([pod, twin])
+    store.upsert(bigger)
+    shares = {key: share for key, (_, share) in store._pods.items()}
+    assert shares[object_key(pod)] is shares[object_key(twin)]
+    assert shares[object_key(bigger)]["cpu"] == Decimal(99)
+    assert store.by_node_view()[1]["elsewhere"]["pods"] == 2

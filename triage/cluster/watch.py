@@ -16,6 +16,7 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
+import msgspec
 from kubernetes.client import ApiClient
 
 from triage.cluster.errors import Expired, one_line
@@ -136,6 +137,8 @@ def _without_managed_fields(obj: K8sObject) -> K8sObject:
 
 
 Amounts = dict[str, Decimal]  # resource -> summed effective request
+MAX_SHARED_SPECS = 10_000  # distinct pod specs whose requests are remembered
+_encode = msgspec.json.Encoder().encode
 
 
 class _PodStore:
@@ -154,6 +157,7 @@ class _PodStore:
         self._requested: dict[str, Amounts] = {}
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
+        self._shares: dict[bytes, Amounts] = {}  # by the spec less its node: see _share
 
     # what a list keeps of each pod as its page arrives (of a finished one: nothing)
     slim = ItemShape("Pod", SLIM_POD, lambda small: None if is_terminated(small)
@@ -172,7 +176,7 @@ class _PodStore:
             if is_terminated(pod):
                 names.pop(name, None)
                 continue
-            share = sum_requests([pod])
+            share = self._share(pod)
             pods[key] = (pod, share)
             names[name] = pod
             if node_name := pod.get("spec", {}).get("nodeName"):
@@ -193,6 +197,18 @@ class _PodStore:
             self._discard(object_key(pod))
             self._add(pod)
 
+    def _share(self, pod: K8sObject) -> Amounts:
+        """The pod's summed requests (never changed: node totals are new dicts). Only its spec
+        decides them, and not where it runs, so a workload's replicas share one answer."""
+        spec = pod.get("spec") or {}
+        key = _encode({field: value for field, value in spec.items() if field != "nodeName"})
+        share = self._shares.get(key)
+        if share is None:
+            if len(self._shares) >= MAX_SHARED_SPECS:
+                self._shares.clear()
+            share = self._shares[key] = sum_requests([pod])
+        return share
+
     def remove(self, pod: K8sObject) -> None:
         namespace, name = key = object_key(pod)
         with self._lock:
@@ -206,7 +222,7 @@ class _PodStore:
             names.pop(name, None)
             return
         small = slim_pod(pod)
-        share = sum_requests([small])
+        share = self._share(small)
         self._pods[key] = (small, share)
         if name not in names:
             self._unordered.add(namespace)
