@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient
@@ -14,6 +15,7 @@ from bot.sources import LiveSource, SnapshotSource
 from tests.cluster.conftest import by_name, ref_of
 from tests.kubeapi import FakeKubeAPI, status_body
 from triage.cluster import load_api_client, read_snapshot
+from triage.cluster.read import merge_pods
 from triage.objects import is_terminated, object_key
 from triage.slim import slim_node, slim_pod
 from triage.snapshot import DUMP_FILES, Snapshot
@@ -88,6 +90,17 @@ def test_live_snapshot_holds_the_dumped_objects(client: ApiClient, ref: str, quo
     assert live.runtimeclasses == (dump.runtimeclasses if runtime_classes else [])
     for obj in live.workloads + live.events:
         assert obj in dump.workloads + dump.events
+
+
+def test_fetched_pods_replace_listed_ones_in_place_or_join_at_the_end() -> None:
+    def pod(namespace: str, name: str, version: str) -> dict[str, Any]:
+        return {"metadata": {"namespace": namespace, "name": name, "resourceVersion": version}}
+
+    listed = [pod("a", "x", "1"), pod("a", "y", "1"), pod("b", "x", "1")]
+    merged = merge_pods(listed, [pod("b", "x", "2"), pod("c", "z", "2")])
+    assert merged == [pod("a", "x", "1"), pod("a", "y", "1"), pod("b", "x", "2"),
+                      pod("c", "z", "2")]
+    assert merge_pods(listed, []) == listed
 
 
 def test_list_items_get_their_kind_back(client: ApiClient, api: FakeKubeAPI) -> None:

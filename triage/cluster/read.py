@@ -218,11 +218,14 @@ def label_selector(selector: Mapping[str, Any]) -> str:
 
 
 def merge_pods(listed: Iterable[K8sObject], fetched: Iterable[K8sObject]) -> list[K8sObject]:
-    """The listed pods with the individually fetched ones replacing or joining them."""
-    by_key = {object_key(p): p for p in listed}
-    for pod in fetched:
-        by_key[object_key(pod)] = pod
-    return list(by_key.values())
+    """The listed pods (each once, as a list gives them) with the individually fetched ones
+    replacing them in place or joining at the end. Only a listed pod with a fetched one's
+    name is keyed: a cold read lists 150,000 pods to merge one."""
+    replacing = {object_key(p): p for p in fetched}
+    names = {name for _, name in replacing}
+    merged = [replacing.pop(object_key(p), p) if p["metadata"].get("name") in names else p
+              for p in listed]
+    return merged + list(replacing.values())
 
 
 def namespace_policy(reader: ClusterReader, namespace: str, page_size: int,
