@@ -11,10 +11,11 @@ fit (a field of an unexpected JSON type, anything msgspec refuses) is parsed who
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import Any, TypedDict, cast
 
-from triage.objects import K8sObject
-from triage.slim import slim
+from triage.objects import K8sObject, is_terminated
+from triage.slim import SLIM_NODE, SLIM_POD, slim, trim_pod_annotations
 
 _LIST: Any = list  # subscripted with types made at run time, which mypy cannot see
 
@@ -65,3 +66,17 @@ class ItemShape:
         except self._unfit:
             return None
         return document.get("metadata") or {}, document.get("items") or []
+
+
+@cache
+def slim_nodes() -> ItemShape:
+    """What a list keeps of each node (the watch cache, a cold read): SLIM_NODE."""
+    return ItemShape("Node", SLIM_NODE, lambda node: node)
+
+
+@cache
+def slim_pods() -> ItemShape:
+    """What a list keeps of each pod: SLIM_POD with only the annotations that record device
+    allocations; of a finished pod, nothing."""
+    return ItemShape("Pod", SLIM_POD, lambda small: None if is_terminated(small)
+                     else trim_pod_annotations(small))

@@ -42,6 +42,7 @@ from kubernetes.client import ApiClient
 
 from triage.admission import ordinal_base
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
+from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
@@ -62,7 +63,6 @@ from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.objects import K8sObject, object_key
 from triage.refs import PodRef
-from triage.slim import slim_node, slim_pod
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339
 
 # More names than this: one list of the namespace's events instead of one request per name.
@@ -301,9 +301,10 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
     """
     reader = ClusterReader(api_client, timeout)
     with bulk_parse(freeze=False), ThreadPoolExecutor(2, "gpuwhy-list") as lists:
-        listing_nodes = lists.submit(reader.list_all, NODES, page_size=page_size, keep=slim_node)
+        listing_nodes = lists.submit(reader.list_all, NODES, page_size=page_size,
+                                     keep=slim_nodes())
         listing_pods = lists.submit(reader.list_all, PODS, field_selector=NON_TERMINATED,
-                                    page_size=page_size, keep=slim_pod)
+                                    page_size=page_size, keep=slim_pods())
         found = read_ref_objects(reader, ref, page_size)
         quotas, runtime_classes = ref_policy(reader, found, ref.namespace, page_size)
         dra = read_dra(reader, found, ref.namespace, page_size)

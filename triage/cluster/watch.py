@@ -21,7 +21,7 @@ from kubernetes.client import ApiClient
 
 from triage.cluster.errors import Expired, one_line
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.pages import ItemShape
+from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.read import (
     asks_dra,
     merge_pods,
@@ -45,7 +45,7 @@ from triage.nodetable import NodeInfo, node_info, node_table
 from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import sum_requests
 from triage.refs import PodRef
-from triage.slim import SLIM_NODE, SLIM_POD, slim_node, slim_pod, trim_pod_annotations
+from triage.slim import slim_node, slim_pod
 from triage.snapshot import Snapshot, rfc3339
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class _NodeStore:
     """Nodes by name with their node-table rows (kept current per event), viewed in the API
     server's list order (by name) like a cold list."""
 
-    slim = ItemShape("Node", SLIM_NODE, lambda node: node)  # kept of a node as its page arrives
+    slim = slim_nodes()  # kept of a node as its page arrives
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -160,8 +160,7 @@ class _PodStore:
         self._shares: dict[bytes, Amounts] = {}  # by the spec less its node: see _share
 
     # what a list keeps of each pod as its page arrives (of a finished one: nothing)
-    slim = ItemShape("Pod", SLIM_POD, lambda small: None if is_terminated(small)
-                     else trim_pod_annotations(small))
+    slim = slim_pods()
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's pods, slim already, indexed in bulk: each node's pods sorted and its
