@@ -12,6 +12,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from triage.objects import is_terminated
@@ -298,9 +299,17 @@ class HamiRequest:
             return card_memory * self.mem_percentage // 100
         return 0
 
-    @property
+    @cached_property
     def mutex(self) -> bool:
         return "mutex" in _policy_words(self.gpu_policy)
+
+    @cached_property
+    def each_ask(self) -> tuple[HamiRequest, ...]:
+        """The request of each asking container, in the order HAMi fits them."""
+        if not self.asks:
+            return (self,)
+        return tuple(replace(self, count=count, mem=mem, mem_percentage=percentage, cores=cores)
+                     for count, mem, percentage, cores in self.asks)
 
 
 def hami_request(pod: Mapping[str, Any]) -> HamiRequest | None:
@@ -388,9 +397,16 @@ class HamiNodeFit:
     registered: bool
     fits: bool
     reason: str  # "" when it fits; HAMi's reason string otherwise
-    devices: list[Device] = field(default_factory=list)
     score: float | None = None  # HAMi's node score before this pod, when it fits
     chosen: list[str] = field(default_factory=list)  # UUIDs HAMi would pick, in its order
+    # The cards as judged, each with its code; ``devices`` are made of them when asked: an
+    # answer judges every node of a HAMi pool but describes only the first ones.
+    cards: list[_CardState] = field(default_factory=list, repr=False)
+    codes: list[str | None] = field(default_factory=list, repr=False)
+
+    @cached_property
+    def devices(self) -> list[Device]:
+        return _devices(self.cards, self.codes)
 
 
 @dataclass(frozen=True)
@@ -475,7 +491,10 @@ _AFTER_NUMA: tuple[tuple[str, _Check], ...] = (
 
 def _first_failure(checks: tuple[tuple[str, _Check], ...], card: _CardState,
                    request: HamiRequest, cordoned: frozenset[str]) -> str | None:
-    return next((code for code, fails in checks if fails(card, request, cordoned)), None)
+    for code, fails in checks:
+        if fails(card, request, cordoned):
+            return code
+    return None
 
 
 def fit_node(node: Mapping[str, Any], pods_on_node: Iterable[Mapping[str, Any]],
@@ -503,34 +522,36 @@ def fit_registered(node: Mapping[str, Any], registration: Registration,
     kept per node by the caller; ``usage`` leaves out the pod being placed)."""
     if not registration.registered:
         return HamiNodeFit(registered=False, fits=False, reason=NODE_UNREGISTERED)
-    cards = [_CardState(d, usage.get(d.uuid, Usage())) for d in registration.devices
+    cards = [_CardState(d, usage.get(d.uuid) or _UNUSED) for d in registration.devices
              if NVIDIA_TYPE_WORD in d.type]
-    score = _node_score(cards)
-    cordoned = frozenset(u.strip() for u in _annotations(node).get(CORDON_KEY, "").split(","))
-    asks = request.asks or ((request.count, request.mem, request.mem_percentage, request.cores),)
+    cordoned = frozenset(u.strip() for u in (((node.get("metadata") or {}).get("annotations")
+                                               or {}).get(CORDON_KEY) or "").split(","))
     before = cards
     shown: list[str | None] | None = None  # the first container's codes, shown when it fits
     chosen: list[str] = []
-    for count, mem, percentage, cores in asks:
-        ask = replace(request, count=count, mem=mem, mem_percentage=percentage, cores=cores)
-        codes = [_first_failure(_BEFORE_NUMA, c, ask, cordoned)
-                 or _first_failure(_AFTER_NUMA, c, ask, cordoned) for c in cards]
+    for ask in request.each_ask:
+        # per card: its first failure before the NUMA run check, else after it
+        early = [_first_failure(_BEFORE_NUMA, c, ask, cordoned) for c in cards]
+        codes = [code or _first_failure(_AFTER_NUMA, c, ask, cordoned)
+                 for c, code in zip(cards, early, strict=True)]
         if ask.count > len(cards):
             return HamiNodeFit(registered=True, fits=False, reason=NODE_INSUFFICIENT_DEVICE,
-                               devices=_devices(cards, codes))
-        picked, given_up = _walk(cards, _try_order(cards, ask), ask, cordoned)
+                               cards=cards, codes=codes)
+        picked, given_up = _walk(cards, _try_order(cards, ask), ask, early, codes)
         if len(picked) < ask.count:
             for position in given_up:
                 codes[position] = NUMA_NOT_FIT
             reason = node_reason((c for c in codes if c is not None), total=len(cards))
             return HamiNodeFit(registered=True, fits=False, reason=reason,
-                               devices=_devices(cards, codes))
+                               cards=cards, codes=codes)
         shown = codes if shown is None else shown
         chosen += [cards[i].device.uuid for i in picked]
         cards = [_with_ask(card, ask) if i in picked else card for i, card in enumerate(cards)]
-    return HamiNodeFit(registered=True, fits=True, reason="",
-                       devices=_devices(before, shown or [None] * len(before)),
-                       score=score, chosen=chosen)
+    return HamiNodeFit(registered=True, fits=True, reason="", score=_node_score(before),
+                       chosen=chosen, cards=before, codes=shown or [None] * len(before))
+
+
+_UNUSED = Usage()  # a card no pod holds (read only: ``_with_ask`` makes a new Usage)
 
 
 def _with_ask(card: _CardState, ask: HamiRequest) -> _CardState:
@@ -542,11 +563,12 @@ def _with_ask(card: _CardState, ask: HamiRequest) -> _CardState:
 
 
 def _walk(cards: list[_CardState], order: list[int], request: HamiRequest,
-          cordoned: frozenset[str]) -> tuple[list[int], list[int]]:
+          early: list[str | None], codes: list[str | None]) -> tuple[list[int], list[int]]:
     """HAMi's pass over the cards: (positions picked, positions picked then dropped).
 
-    With numa-bind a run of cards must share one NUMA node: a card on another node starts
-    the run over, and the cards picked so far no longer count.
+    ``early`` holds each card's failure before the NUMA run check, ``codes`` its first
+    failure at all. With numa-bind a run of cards must share one NUMA node: a card on
+    another node starts the run over, and the cards picked so far no longer count.
     """
     picked: list[int] = []
     given_up: list[int] = []
@@ -555,13 +577,13 @@ def _walk(cards: list[_CardState], order: list[int], request: HamiRequest,
         return picked, given_up
     for position in order:
         card = cards[position]
-        if _first_failure(_BEFORE_NUMA, card, request, cordoned):
+        if early[position]:
             continue
         if request.numa_bind and card.device.numa != run_numa:
             given_up += picked
             picked = []
             run_numa = card.device.numa
-        if _first_failure(_AFTER_NUMA, card, request, cordoned):
+        if codes[position]:
             continue
         picked.append(position)
         if len(picked) == request.count:
