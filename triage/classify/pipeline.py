@@ -140,10 +140,10 @@ def run_pipeline(subject: Subject, pipeline: Sequence[Check] = PIPELINE) -> Find
             if finding is not None:
                 return finding
             continue
-        dropped = funnel.pass_filter()
+        funnel.pass_filter()
         if not funnel.left:
             funnel.report_so_far()
-            return check.explain(subject, dropped)
+            return check.explain(subject, funnel.last_dropped())
         if check.leftover is not None:
             funnel.report_so_far()
             finding = check.leftover(subject, funnel.standing())
@@ -163,21 +163,21 @@ class _Funnel:
         active = [(index, check.drop) for index, check in enumerate(filters)
                   if check.applies is None or check.applies(subject)]
         # per node, in parallel lists: the index of the filter that drops it (len(filters):
-        # none) and why; per filter, the nodes it drops with why
+        # none) and why; per filter, the positions of the nodes it drops
         self.at: list[int] = []
         self.why: list[str] = []
-        self.dropped_at: dict[int, Dropped] = {}
+        self.dropped_at: dict[int, list[int]] = {}
         at, whys, dropped_at, kept = self.at, self.why, self.dropped_at, len(filters)
-        for node in self.nodes:
+        for position, node in enumerate(self.nodes):
             for index, drop in active:
                 why = drop(subject, node)
                 if why is not None:
                     at.append(index)
                     whys.append(why)
                     if index in dropped_at:
-                        dropped_at[index].append((node, why))
+                        dropped_at[index].append(position)
                     else:
-                        dropped_at[index] = [(node, why)]
+                        dropped_at[index] = [position]
                     break
             else:
                 at.append(kept)
@@ -189,12 +189,16 @@ class _Funnel:
         self.left = len(self.nodes)  # nodes still standing after them
         self.reported = -1
 
-    def pass_filter(self) -> Dropped:
-        """Walk the next filter: the nodes it drops (by name), the nodes still standing."""
-        dropped = self.dropped_at.get(self.passed, [])
+    def pass_filter(self) -> None:
+        """Walk the next filter: fewer nodes are left standing by those it drops."""
+        self.left -= len(self.dropped_at.get(self.passed, ()))
         self.passed += 1
-        self.left -= len(dropped)
-        return dropped
+
+    def last_dropped(self) -> Dropped:
+        """The nodes the filter walked last dropped (by name), with why."""
+        nodes, whys = self.nodes, self.why
+        return [(nodes[position], whys[position])
+                for position in self.dropped_at.get(self.passed - 1, ())]
 
     def standing(self) -> list[NodeInfo]:
         passed = self.passed
@@ -206,19 +210,22 @@ class _Funnel:
         it dropped, then the rest, each by name)."""
         if self.reported == self.passed or not self.passed:
             return
-        passed, outcomes = self.passed, self.outcomes
+        passed, outcomes, nodes, whys = self.passed, self.outcomes, self.nodes, self.why
         if self.reported > 0:
             # Only the nodes the filters walked since dropped change: a copy (checks may hold
             # the earlier dict) keeps every other report and the order.
             reports = dict(self.subject.reports)
-            for index in range(self.reported, passed):
-                outcome = outcomes[index]
-                for node, why in self.dropped_at.get(index, ()):
-                    reports[node.name] = NodeReport(node.name, outcome or why, why)
+            walked = range(self.reported, passed)
         else:
-            reports = {node.name: NodeReport(node.name, outcomes[0] or why, why)
-                       for node, why in self.dropped_at.get(0, ())}
-            for node, at, why in zip(self.nodes, self.at, self.why, strict=True):
+            reports = {}
+            walked = range(1)  # the first filter's nodes first, then the rest
+        for index in walked:
+            outcome = outcomes[index]
+            for position in self.dropped_at.get(index, ()):
+                name, why = nodes[position].name, whys[position]
+                reports[name] = NodeReport(name, outcome or why, why)
+        if self.reported <= 0:
+            for node, at, why in zip(nodes, self.at, whys, strict=True):
                 if at:
                     reports[node.name] = (NodeReport(node.name, outcomes[at] or why, why)
                                           if at < passed else NodeReport(node.name, FIT, "fits"))
