@@ -26,9 +26,9 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
     pod = subject.pod
     message = latest_scheduling_failure(pod, subject.events) if pod is not None else None
     resource = primary(subject) if subject.gpu else None
-    reports = _node_reports(subject)
-    scheduler = scheduler_scores(subject.events) if pod is not None else None
     policy = _policy(subject)
+    reports = _node_reports(subject, policy)
+    scheduler = scheduler_scores(subject.events) if pod is not None else None
     if scheduler:
         for report in reports:
             if report.name in scheduler:
@@ -84,7 +84,7 @@ def _policy(subject: Subject) -> str:
     return str(chosen or subject.config.node_policy)
 
 
-def _node_reports(subject: Subject) -> list[NodeReport]:
+def _node_reports(subject: Subject, policy: str) -> list[NodeReport]:
     """Reports in funnel order (worst first), with devices for the nodes that matter."""
     snapshot = subject.snapshot
     bound = subject.spec.get("nodeName") if subject.pod is not None else None
@@ -94,7 +94,7 @@ def _node_reports(subject: Subject) -> list[NodeReport]:
         if node is not None:
             _describe_node(subject, node, report)
         return [report]
-    reports = _funnel_order(subject)
+    reports = _funnel_order(subject, policy)
     # Devices for the nodes a GPU check looked at, else (all tainted) for those the selector
     # matched; a 5,000-node answer lists the first ones.
     matter = [r for r in reports
@@ -128,7 +128,7 @@ _HAMI_REASON_ORDER = _ORDER[Cause.DEVICE_UNFIT.value]  # HAMi reason strings sor
 _FIT_RANK = _ORDER.get(FIT, _HAMI_REASON_ORDER)
 
 
-def _funnel_order(subject: Subject) -> list[NodeReport]:
+def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
     """The reports, the fit ones scored, worst first: by the outcome's place in the vocabulary
     (HAMi reasons and fit where device-unfit sits), then the highest score, then by name.
 
@@ -144,7 +144,7 @@ def _funnel_order(subject: Subject) -> list[NodeReport]:
         else:
             groups[rank] = [report]
         if report.outcome == FIT and (node := snapshot.node_info(report.name)) is not None:
-            report.score = _own_score(subject, node)
+            report.score = _own_score(subject, node, policy)
     if _FIT_RANK in groups:  # only fit reports have scores yet
         groups[_FIT_RANK].sort(key=_by_score)  # stable: by name among equal scores
     return [report for rank in sorted(groups) for report in groups[rank]]
@@ -168,7 +168,7 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     return published + gfd_devices(node.raw)
 
 
-def _own_score(subject: Subject, node: NodeInfo) -> float | None:
+def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
     if subject.hami is not None:
         fit = hami_fit(subject, node)
         return None if fit is None else fit.score
@@ -177,7 +177,7 @@ def _own_score(subject: Subject, node: NodeInfo) -> float | None:
     if not subject.gpu or not allocatable:
         return None
     used = int(subject.snapshot.requested_on(node.name).get(resource, Decimal(0)))
-    return whole_gpu_score(allocatable, used, subject.gpu[resource], _policy(subject))
+    return whole_gpu_score(allocatable, used, subject.gpu[resource], policy)
 
 
 # Outcomes named as they are in the summary; HAMi code summaries count as device-unfit.

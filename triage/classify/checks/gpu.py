@@ -6,6 +6,9 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from decimal import Decimal
+
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
 from triage.nodetable import NodeInfo
@@ -97,17 +100,20 @@ def _allocatable(subject: Subject, name: str, resource: str) -> int:
 
 
 def _free(subject: Subject, node: NodeInfo, resource: str) -> int:
-    used = subject.snapshot.requested_on(node.name).get(resource)
+    return _free_of(node, subject.snapshot.requested_on(node.name), resource)
+
+
+def _free_of(node: NodeInfo, requested: Mapping[str, Decimal], resource: str) -> int:
+    used = requested.get(resource)
     return node.allocatable.get(resource, 0) - (0 if used is None else int(used))
 
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
-    short = [(free, resource) for resource, request in subject.gpu.items()
-             if (free := _free(subject, node, resource)) < request]
-    if not short:
-        return None
-    return "; ".join(f"{(allocatable := node.allocatable.get(resource, 0)) - free}/{allocatable} "
-                     f"{resource} held" for free, resource in short)
+    requested = subject.snapshot.requested_on(node.name)  # once: the node is asked per resource
+    short = [f"{(allocatable := node.allocatable.get(resource, 0)) - free}/{allocatable} "
+             f"{resource} held" for resource, request in subject.gpu.items()
+             if (free := _free_of(node, requested, resource)) < request]
+    return "; ".join(short) if short else None
 
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:
