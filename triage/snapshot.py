@@ -136,6 +136,10 @@ class Snapshot:
         return {}
 
     @cached_property
+    def _free_gpus_by_node(self) -> dict[tuple[str, str], int]:
+        return {}  # filled lazily by ``free_gpus``
+
+    @cached_property
     def _hami_usage_by_node(self) -> dict[str, dict[str, Usage]]:
         return {}  # filled lazily by ``hami_usage``
 
@@ -214,6 +218,17 @@ class Snapshot:
             cached = sum_requests(p for p in self.pods_on(node_name) if not is_terminated(p))
             self._requested_by_node[node_name] = cached
         return cached
+
+    def free_gpus(self, node: NodeInfo, resource: str) -> int:
+        """The node's allocatable of a GPU resource (whole GPUs) less what its pods request,
+        worked out once per node: every triage of a GPU pod asks it of most nodes."""
+        key = (node.name, resource)
+        free = self._free_gpus_by_node.get(key)
+        if free is None:
+            used = self.requested_on(node.name).get(resource)
+            free = self._free_gpus_by_node[key] = node.allocatable.get(resource, 0) - (
+                0 if used is None else int(used))
+        return free
 
     def hami_usage(self, node_name: str) -> Mapping[str, Usage]:
         """HAMi's device usage on the node (by card UUID), summed once over its pods."""

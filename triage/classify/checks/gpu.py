@@ -6,9 +6,6 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from decimal import Decimal
-
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
 from triage.nodetable import NodeInfo
@@ -99,20 +96,11 @@ def _allocatable(subject: Subject, name: str, resource: str) -> int:
     return node.allocatable.get(resource, 0) if node is not None else 0
 
 
-def _free(subject: Subject, node: NodeInfo, resource: str) -> int:
-    return _free_of(node, subject.snapshot.requested_on(node.name), resource)
-
-
-def _free_of(node: NodeInfo, requested: Mapping[str, Decimal], resource: str) -> int:
-    used = requested.get(resource)
-    return node.allocatable.get(resource, 0) - (0 if used is None else int(used))
-
-
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
-    requested = subject.snapshot.requested_on(node.name)  # once: the node is asked per resource
+    free_gpus = subject.snapshot.free_gpus
     short = [f"{(allocatable := node.allocatable.get(resource, 0)) - free}/{allocatable} "
              f"{resource} held" for resource, request in subject.gpu.items()
-             if (free := _free_of(node, requested, resource)) < request]
+             if (free := free_gpus(node, resource)) < request]
     return "; ".join(short) if short else None
 
 
@@ -138,7 +126,7 @@ def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
         other = subject.snapshot.node_info(alternative.name)
         assert other is not None  # fits_gpu_wise found it
         elsewhere = (f", or relax {selector_text(subject.spec)}: {alternative.name} has "
-                     f"{_free(subject, other, resource)} free")
+                     f"{subject.snapshot.free_gpus(other, resource)} free")
     held = "; ".join(f"{n.name} has {why} by {_held_by(subject, n, resource)}"
                      for n, why in dropped[:3])
     return Finding(Cause.EXHAUSTED,
