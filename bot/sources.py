@@ -15,6 +15,7 @@ from triage import cluster as kube  # loaded on first use
 from triage.classify import triage
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import DEFAULT_CONFIG, TriageConfig
+from triage.dumpfile import bulk_parse
 from triage.objects import K8sObject
 from triage.refs import PodRef
 from triage.slim import slim_outside
@@ -101,9 +102,12 @@ class LiveSource:
 
     def triage(self, ref: PodRef) -> Verdict:
         def answer() -> Verdict:
-            snapshot = kube.read_snapshot(self.api_client, ref, self.page_size, self.timeout,
-                                     self.cluster)
-            return triage(snapshot, ref, self.config)
+            # The collector stays off through the first triage too: it indexes the fresh
+            # snapshot, and a collection would walk every young object the read just made.
+            with bulk_parse(freeze=False):
+                snapshot = kube.read_snapshot(self.api_client, ref, self.page_size,
+                                              self.timeout, self.cluster)
+                return triage(snapshot, ref, self.config)
 
         return answered("live", answer)
 
