@@ -21,9 +21,12 @@ def finish(args: argparse.Namespace, code: int) -> int:
     handlers run (logging's flush among them), then the exit without the teardown.
 
     The normal exit is kept when another non-daemon thread still runs (the interpreter would
-    wait for it) or when stdout cannot be flushed (a closed pipe: Python reports it as usual).
+    wait for it), under a profiler or tracer (``python -m cProfile`` writes its figures after
+    the program returns) or when stdout cannot be flushed (a closed pipe: Python reports it as
+    usual).
     """
-    if not getattr(args, "as_program", False) or _other_threads_running():
+    if (not getattr(args, "as_program", False) or _other_threads_running()
+            or sys.getprofile() is not None or sys.gettrace() is not None):
         return code
     try:
         sys.stdout.flush()

@@ -73,6 +73,17 @@ def test_called_from_python_the_process_exits_as_usual(dump: Path) -> None:
     assert done.stderr.splitlines() == ["atexit ran"]
 
 
+def test_under_a_profiler_the_program_exits_as_usual(tmp_path: Path) -> None:
+    figures = tmp_path / "cli.prof"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(figures), "-m", "bot.cli",
+                           "triage", "research/full", "--snapshot",
+                           str(SCENARIOS / "seven-states"), "--no-record"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("⏳ exhausted — research/full")
+    assert figures.stat().st_size > 0  # written after the program returned
+
+
 @pytest.mark.parametrize(("argv", "code", "says"), [
     (["triage", "a/b", "--snapshot", "/nonexistent/dir"], 3, "not a directory"),
     (["triage", "nonamespace", "--snapshot", str(SCENARIOS / "seven-states")], 2, "usage:"),
