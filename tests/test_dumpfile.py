@@ -74,12 +74,13 @@ def test_no_collection_during_a_bulk_parse_and_its_objects_frozen() -> None:
 
 
 def test_a_bulk_parse_without_freeze_leaves_its_objects_collectable() -> None:
-    before = gc.get_freeze_count()
     with bulk_parse(freeze=False):
         assert not gc.isenabled()
         made = [{"n": i} for i in range(1000)]
     assert gc.isenabled() and made
-    assert gc.get_freeze_count() == before
+    # A frozen object is in no generation the collector walks; the freeze count alone would
+    # also move when another thread's frozen objects are freed meanwhile.
+    assert any(tracked is made for tracked in gc.get_objects())
 
 
 def test_overlapping_bulk_parses_hold_the_collector_until_the_last_ends() -> None:
