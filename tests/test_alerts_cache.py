@@ -20,7 +20,8 @@ from bot.listeners.state import BotState
 from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store
 from tests.alertkit import settings
-from tests.cluster.test_watch import CLUSTER_WIDE, eventually, watch_source
+from tests.cluster.conftest import eventually, watch_source
+from tests.cluster.test_watch import CLUSTER_WIDE
 from tests.conftest import find, load_lists
 from tests.kubeapi import FakeKubeAPI
 from tests.slackfake import FakeSlack

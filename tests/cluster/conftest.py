@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes.client import ApiClient
 
+from bot.sources import WatchSource
 from tests.kubeapi import FakeKubeAPI
 from triage.cluster import load_api_client
 from triage.refs import PodRef
@@ -21,6 +23,17 @@ def ref_of(text: str) -> PodRef:
     namespace, name = text.split("/")
     return PodRef(namespace, name)
 
+
+def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the cache did not catch up"
+        time.sleep(0.01)
+
+
+def watch_source(server: FakeKubeAPI, tmp_path: Path, **options: object) -> WatchSource:
+    client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
+    return WatchSource(api_client=client, **{"retry_delay": 0.05, **options})  # type: ignore[arg-type]
 
 
 @pytest.fixture

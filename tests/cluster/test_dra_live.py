@@ -5,35 +5,21 @@ from __future__ import annotations
 
 import copy
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bot.sources import LiveSource, SnapshotSource, WatchSource
+from tests.cluster.conftest import eventually, ref_of, watch_source
 from tests.cluster.test_read import FINISHED_REMARK
 from tests.kubeapi import FakeKubeAPI, forbidden_status
-from triage.cluster import load_api_client
 from triage.errors import ClusterError
-from triage.refs import PodRef
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "scenarios"
 DRA = FIXTURES / "dra-basics"
 SEVEN = FIXTURES / "seven-states"
 DRA_GROUP = "resource.k8s.io/v1"
-
-
-def ref_of(text: str) -> PodRef:
-    namespace, name = text.split("/")
-    return PodRef(namespace, name)
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the cache did not catch up"
-        time.sleep(0.01)
 
 
 def _kubeconfig(server: FakeKubeAPI, tmp_path: Path) -> str:
@@ -48,8 +34,7 @@ def api() -> Iterator[FakeKubeAPI]:
 
 @pytest.fixture
 def cache(api: FakeKubeAPI, tmp_path: Path) -> Iterator[WatchSource]:
-    client = load_api_client(_kubeconfig(api, tmp_path))
-    source = WatchSource(api_client=client, retry_delay=0.05).start()
+    source = watch_source(api, tmp_path).start()
     assert source.wait_ready(5)
     yield source
     source.stop()
@@ -117,8 +102,7 @@ def test_a_cluster_without_the_dra_group_is_not_an_error(directory: Path,
     dump = SnapshotSource(no_dra)
     with FakeKubeAPI(directory, unserved=[DRA_GROUP]) as server:
         live = LiveSource(kubeconfig=_kubeconfig(server, tmp_path))
-        client = load_api_client(_kubeconfig(server, tmp_path))
-        watch = WatchSource(api_client=client, retry_delay=0.05).start()
+        watch = watch_source(server, tmp_path).start()
         try:
             assert watch.wait_ready(5)
             for ref in expected:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bot.sources import WatchSource
-from tests.cluster.test_watch import eventually
+from tests.cluster.conftest import eventually
 from tests.kubeapi import FakeKubeAPI
 from triage.cluster import load_api_client
 from triage.cluster.pages import ItemShape

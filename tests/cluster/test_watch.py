@@ -13,35 +13,18 @@ from pathlib import Path
 import pytest
 
 from bot.sources import LiveSource, WatchSource
+from tests.cluster.conftest import eventually, ref_of, watch_source
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
-from triage.cluster import IndexedSnapshot, load_api_client, read_snapshot
+from triage.cluster import IndexedSnapshot, read_snapshot
 from triage.cluster.watch import _PodStore
 from triage.errors import ClusterError
 from triage.objects import is_terminated, object_key
-from triage.refs import PodRef
 from triage.snapshot import Snapshot
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 ALL_SCENARIOS = sorted(d for folder in ("scenarios", "scenarios-extra")
                        for d in (FIXTURES / folder).iterdir() if (d / "expected.json").exists())
-
-
-def ref_of(text: str) -> PodRef:
-    namespace, name = text.split("/")
-    return PodRef(namespace, name)
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the cache did not catch up"
-        time.sleep(0.01)
-
-
-def watch_source(server: FakeKubeAPI, tmp_path: Path, **options: object) -> WatchSource:
-    client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
-    return WatchSource(api_client=client, **{"retry_delay": 0.05, **options})  # type: ignore[arg-type]
 
 
 @pytest.fixture
