@@ -3,7 +3,6 @@ scores, the node summary, and the scheduler's own words."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from operator import attrgetter
 
 from scoring.events import scheduler_scores
@@ -176,7 +175,7 @@ def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
     allocatable = node.allocatable.get(resource)
     if not subject.gpu or not allocatable:
         return None
-    used = int(subject.snapshot.requested_on(node.name).get(resource, Decimal(0)))
+    used = allocatable - subject.snapshot.free_gpus(node, resource)
     return whole_gpu_score(allocatable, used, subject.gpu[resource], policy)
 
 
