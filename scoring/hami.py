@@ -404,8 +404,10 @@ class HamiNodeFit:
     cards: list[_CardState] = field(default_factory=list, repr=False)
     codes: list[str | None] = field(default_factory=list, repr=False)
 
-    @cached_property
+    @property
     def devices(self) -> list[Device]:
+        """New rows on every read: one fit serves every answer of its snapshot that asks
+        alike (``Snapshot.hami_fit``), and an answer writes its node's outcome into them."""
         return _devices(self.cards, self.codes)
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from scoring.dra import Inventory
-from scoring.hami import Usage, device_usage
+from scoring.hami import HamiNodeFit, HamiRequest, Registration, Usage, device_usage, fit_registered
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
 from triage.nodetable import NodeInfo, node_table
 from triage.objects import K8sObject, is_terminated, object_key
@@ -144,6 +144,10 @@ class Snapshot:
         return {}  # filled lazily by ``hami_usage``
 
     @cached_property
+    def _hami_fits(self) -> dict[tuple[str, HamiRequest], HamiNodeFit]:
+        return {}  # filled lazily by ``hami_fit``
+
+    @cached_property
     def _holders_by_node(self) -> dict[tuple[str, str], list[tuple[K8sObject, int]]]:
         return {}  # filled lazily by ``holders_on``
 
@@ -237,6 +241,18 @@ class Snapshot:
             cached = self._hami_usage_by_node[node_name] = device_usage(
                 node_name, self.pods_on(node_name))
         return cached
+
+    def hami_fit(self, node: NodeInfo, registration: Registration,
+                 request: HamiRequest) -> HamiNodeFit:
+        """HAMi's fit of a request on the node with the usage of every pod on it, worked out
+        once per snapshot: a job's replicas ask alike, and each of their triages judges
+        every node of the HAMi pool."""
+        key = (node.name, request)
+        fit = self._hami_fits.get(key)
+        if fit is None:
+            fit = self._hami_fits[key] = fit_registered(node.raw, registration,
+                                                        self.hami_usage(node.name), request)
+        return fit
 
     def holders_on(self, node_name: str, resource: str) -> list[tuple[K8sObject, int]]:
         """Non-terminated pods on the node holding the resource, with how much each holds."""

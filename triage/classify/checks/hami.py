@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scoring.hami import HamiNodeFit, HamiRequest, fit_node, fit_registered
+from scoring.hami import HamiNodeFit, HamiRequest, fit_node
 from triage.classify.subject import Dropped, Finding, Subject
 from triage.nodetable import NodeInfo
 from triage.verdict import Evidence
@@ -29,8 +29,7 @@ def hami_fit(subject: Subject, node: NodeInfo) -> HamiNodeFit | None:
             subject.hami_fits[name] = fit_node(node.raw, subject.snapshot.pods_on(name),
                                                subject.pod, subject.hami)
         else:
-            subject.hami_fits[name] = fit_registered(
-                node.raw, registration, subject.snapshot.hami_usage(name), subject.hami)
+            subject.hami_fits[name] = subject.snapshot.hami_fit(node, registration, subject.hami)
     return subject.hami_fits[name]
 
 
