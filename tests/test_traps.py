@@ -234,6 +234,47 @@ def test_scheduler_events_sorted_by_event_time(seven_states: Lists) -> None:
     assert answer(seven_states, "research/full").scheduler_message.startswith("0/6 nodes")
 
 
+def _gated(lists: Lists, gate: str, *, condition: bool) -> None:
+    """research/full made to fit (its selector dropped) and gated, as the API server stores a
+    pod created with spec.schedulingGates; ``condition``: with the SchedulingGated condition
+    the API server adds on create."""
+    pod = find(lists["pods"], "full", "research")
+    pod["spec"].pop("nodeSelector")
+    pod["spec"]["schedulingGates"] = [{"name": gate}]
+    pod["status"] = {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+         "message": "Scheduling is blocked due to non-empty scheduling gates",
+         "lastProbeTime": None, "lastTransitionTime": "2026-11-30T12:50:44Z"}]
+        if condition else []}
+    lists["events"] = [e for e in lists["events"] if e["involvedObject"]["name"] != "full"]
+
+
+@pytest.mark.parametrize("condition", [True, False], ids=["with-condition", "spec-only"])
+def test_a_gated_pod_is_waiting_on_its_gate_not_on_a_scheduler(seven_states: Lists,
+                                                               condition: bool) -> None:
+    _gated(seven_states, "kueue.x-k8s.io/admission", condition=condition)
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "other-constraint"
+    assert "scheduling gate kueue.x-k8s.io/admission" in verdict.action
+    assert "kubectl get workloads -n research" in verdict.action
+    first = verdict.evidence[0]
+    assert (first.field, first.value) == ("spec.schedulingGates", "kueue.x-k8s.io/admission")
+
+
+def test_a_gate_nothing_known_manages_is_named_with_who_removes_it(seven_states: Lists) -> None:
+    _gated(seven_states, "example.com/wait-for-data", condition=True)
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "other-constraint"
+    assert "example.com/wait-for-data" in verdict.action and "Kueue" not in verdict.action
+    assert "Whoever added it removes it" in verdict.action
+
+
+def test_a_gated_pod_still_goes_through_the_funnel_first(seven_states: Lists) -> None:
+    _gated(seven_states, "kueue.x-k8s.io/admission", condition=True)
+    find(seven_states["pods"], "full", "research")["spec"]["nodeSelector"] = {"pool": "h200"}
+    assert answer(seven_states, "research/full").cause == "selector-mismatch"
+
+
 # -- the order of the checks ----------------------------------------------------------------
 
 def test_selector_checked_before_taints(seven_states: Lists) -> None:

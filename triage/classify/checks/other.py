@@ -41,8 +41,11 @@ def explain_other_resources(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding | None:
-    """Nodes fit GPU-wise, yet the pod waits: the scheduler names something."""
+    """Nodes fit GPU-wise, yet the pod waits: it is gated, or the scheduler names something."""
     fitting = ", ".join(n.name for n in fit[:3])
+    gates = [str(g.get("name", "")) for g in subject.spec.get("schedulingGates") or []]
+    if gates:
+        return _gated(subject, fitting, gates)
     message = latest_scheduling_failure(subject.pod or {}, subject.events)
     if message is None and not scheduler_spoke(subject.pod or {}, subject.events):
         return None
@@ -64,6 +67,30 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
                    + ", so the scheduler's word on the claims stands.")
     return Finding(Cause.OTHER_CONSTRAINT, action, scheduler_evidence(subject) + [
         Evidence(obj, where, f"{what}: not judged by gpuwhy") for obj, where, what in unjudged[:3]])
+
+
+# Kueue's gate (kueue.x-k8s.io/admission, ...) comes off when Kueue admits the workload.
+_KUEUE_GATE_PREFIX = "kueue.x-k8s.io/"
+
+
+def _gated(subject: Subject, fitting: str, gates: list[str]) -> Finding:
+    """spec.schedulingGates: the scheduler does not look at the pod until they are removed
+    (the API server's SchedulingGated condition says so too, but the spec decides)."""
+    names = ", ".join(gates)
+    if any(g.startswith(_KUEUE_GATE_PREFIX) for g in gates):
+        remover = (f"Kueue removes {'it' if len(gates) == 1 else 'them'} when it admits the "
+                   "workload: see why it waits with kubectl get workloads -n "
+                   f"{subject.ref.namespace} (quota, queue, priority).")
+    else:
+        remover = (f"Whoever added {'it' if len(gates) == 1 else 'them'} removes "
+                   f"{'it' if len(gates) == 1 else 'them'} when ready: check that controller "
+                   "is running, or remove the gate if nothing manages it.")
+    return Finding(Cause.OTHER_CONSTRAINT,
+                   f"GPU-wise {fitting} fit, but the pod has scheduling "
+                   f"{'gate' if len(gates) == 1 else 'gates'} {names}: no scheduler looks at "
+                   f"it until {'it is' if len(gates) == 1 else 'they are'} removed. {remover}",
+                   [Evidence(f"Pod {subject.label}", "spec.schedulingGates", names),
+                    *scheduler_evidence(subject)])
 
 
 _FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption")
