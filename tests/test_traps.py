@@ -449,6 +449,30 @@ def test_running_pod_with_old_sandbox_event_is_scheduled(seven_states: Lists) ->
     assert answer(seven_states, "research/ok").cause == "scheduled"
 
 
+def test_events_of_an_earlier_pod_of_the_same_name_are_not_this_pods(seven_states: Lists) -> None:
+    # research/ok deleted and made again (a StatefulSet's pod, a re-applied manifest): the
+    # sandbox error from before is about the old uid, and the new pod is bound and fine.
+    _bind_failing(seven_states, "FailedCreatePodSandBox",
+                  'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to get '
+                  'sandbox runtime: no runtime for "nvidia" is configured')
+    seven_states["events"][-1]["involvedObject"]["uid"] = "uid-of-the-pod-before"
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "scheduled"
+    assert "no runtime" not in " ".join(e.value for e in verdict.evidence)
+
+
+def test_an_earlier_pods_scheduler_events_do_not_say_a_scheduler_saw_this_one(
+        seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "full", "research")
+    pod["spec"]["nodeSelector"] = {"pool": "a100"}  # fits GPU-wise
+    pod["spec"]["schedulerName"] = "volcano"
+    pod["status"] = {"phase": "Pending"}
+    for event in seven_states["events"]:
+        if event["involvedObject"]["name"] == "full":
+            event["involvedObject"]["uid"] = "uid-of-the-pod-before"
+    assert answer(seven_states, "research/full").cause == "scheduler-unavailable"
+
+
 # -- workloads -----------------------------------------------------------------------------
 
 def _owned_copy(lists: Lists, source: str, name: str, owner: dict[str, Any]) -> None:

@@ -104,10 +104,22 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                  pod: K8sObject) -> Subject:
     namespace, name = object_key(pod)
     spec = dict(pod.get("spec") or {})
+    events = _own_events(pod, snapshot.events_for("Pod", namespace, name))
     return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
-                   spec=spec, events=snapshot.events_for("Pod", namespace, name),
+                   spec=spec, events=events,
                    gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0},
                    hami=hami_request(pod), dra=_claim_set(snapshot, config, namespace, spec, pod))
+
+
+def _own_events(pod: K8sObject, events: list[K8sObject]) -> list[K8sObject]:
+    """The events about this pod, not about an earlier pod of the same name (a StatefulSet's
+    pod made again, a pod deleted and re-applied): those name another uid. An event without
+    a uid counts."""
+    uid = pod.get("metadata", {}).get("uid")
+    if not uid:
+        return events
+    return [e for e in events
+            if ((e.get("involvedObject") or e.get("regarding") or {}).get("uid") or uid) == uid]
 
 
 def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
