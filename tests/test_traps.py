@@ -401,6 +401,33 @@ def test_fitting_pod_no_scheduler_words_is_scheduler_unavailable(seven_states: L
     assert verdict.cause == "scheduler-unavailable" and "volcano" in verdict.action
 
 
+def _preempting(lists: Lists, nominated: str) -> None:
+    """research/full nominated for a node, as kube-scheduler leaves a preemptor; team-b/train-b
+    (on gpu-a10-full) evicted and still terminating."""
+    find(lists["pods"], "full", "research")["status"]["nominatedNodeName"] = nominated
+    victim = find(lists["pods"], "train-b", "team-b")
+    victim["metadata"].update(deletionTimestamp="2026-11-30T12:55:00Z",
+                              deletionGracePeriodSeconds=30)
+
+
+def test_a_preemption_in_progress_names_the_nominated_node_and_who_is_leaving(
+        seven_states: Lists) -> None:
+    _preempting(seven_states, "gpu-a10-full")
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "exhausted"  # the victim holds its GPUs until it has stopped
+    assert "team-b/train-b (terminating)" in verdict.action
+    assert ("nominated gpu-a10-full for it (status.nominatedNodeName)" in verdict.action
+            and "when team-b/train-b has gone" in verdict.action)
+    assert ("status.nominatedNodeName", "gpu-a10-full") in [(e.field, e.value)
+                                                            for e in verdict.evidence]
+
+
+def test_a_nomination_for_a_node_the_pod_cannot_use_is_not_named(seven_states: Lists) -> None:
+    _preempting(seven_states, "gpu-a100-1")  # outside its nodeSelector: a stale nomination
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "exhausted" and "nominated" not in verdict.action
+
+
 # -- bound, but the node fails it -----------------------------------------------------------
 
 def _bind_failing(lists: Lists, reason: str, message: str) -> None:

@@ -15,6 +15,11 @@ def is_terminated(pod: Mapping[str, Any]) -> bool:
     return pod.get("status", {}).get("phase") in TERMINAL_PHASES
 
 
+def is_terminating(pod: Mapping[str, Any]) -> bool:
+    """Being deleted: it holds what it holds until the kubelet has stopped it."""
+    return bool(pod.get("metadata", {}).get("deletionTimestamp"))
+
+
 def object_key(obj: Mapping[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata", {})
     return meta.get("namespace", "") or "", meta.get("name", "") or ""

@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any
 
 from triage.config import TriageConfig
-from triage.objects import K8sObject, is_terminated, object_key
+from triage.objects import K8sObject, is_terminated, is_terminating, object_key
 from triage.pods import gpu_related_resources, resource_claims
 from triage.refs import PodRef
 
@@ -100,7 +100,7 @@ def owning_workload(pod: Mapping[str, Any]) -> Workload:
 def _stuck_pod(pod: K8sObject, now: datetime, pending_after: timedelta,
                config: TriageConfig) -> StuckPod | None:
     meta, spec = pod.get("metadata", {}), pod.get("spec", {})
-    if is_terminated(pod) or meta.get("deletionTimestamp") or not asks_for_gpu(spec, config):
+    if is_terminated(pod) or is_terminating(pod) or not asks_for_gpu(spec, config):
         return None
     created = parse_timestamp(meta.get("creationTimestamp"))
     if created is None or now - created < pending_after:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
 from triage.nodetable import NodeInfo
-from triage.objects import is_terminated
+from triage.objects import is_terminated, is_terminating
 from triage.pods import effective_request, pod_name
 from triage.verdict import Evidence
 from triage.vocabulary import CAUSE_ORDER, Cause
@@ -106,8 +106,22 @@ def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:
     held = subject.snapshot.holders_on(node.name, resource)
-    return ", ".join(pod_name(p) for p, _ in held[:4]) + (
-        f" +{len(held) - 4} more" if len(held) > 4 else "")
+    return ", ".join(pod_name(p) + (" (terminating)" if is_terminating(p) else "")
+                     for p, _ in held[:4]) + (f" +{len(held) - 4} more" if len(held) > 4 else "")
+
+
+def _nominated(subject: Subject, dropped: Dropped, resource: str) -> str:
+    """The scheduler's preemption in progress: status.nominatedNodeName names one of the full
+    nodes, where it evicts lower-priority pods and then binds this one."""
+    nominated = (subject.pod or {}).get("status", {}).get("nominatedNodeName")
+    if not nominated or all(n.name != nominated for n, _ in dropped):
+        return ""
+    leaving = [pod_name(p) for p, _ in subject.snapshot.holders_on(nominated, resource)
+               if is_terminating(p)]
+    return (f" The scheduler has nominated {nominated} for it (status.nominatedNodeName): it "
+            "is preempting lower-priority pods there and binds this one when "
+            + (f"{', '.join(leaving[:4])} {'have' if len(leaving) > 1 else 'has'} gone."
+               if leaving else "they have gone."))
 
 
 def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
@@ -129,11 +143,15 @@ def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
                      f"{subject.snapshot.free_gpus(other, resource)} free")
     held = "; ".join(f"{n.name} has {why} by {_held_by(subject, n, resource)}"
                      for n, why in dropped[:3])
+    nominated = _nominated(subject, dropped, resource)
+    evidence = [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}] − requests",
+                         f"{why} by {_held_by(subject, n, resource)}") for n, why in dropped[:5]]
+    if nominated:
+        evidence.append(Evidence(f"Pod {subject.label}", "status.nominatedNodeName",
+                                 str((subject.pod or {})["status"]["nominatedNodeName"])))
     return Finding(Cause.EXHAUSTED,
-                   f"{held}{done}. Wait for them to finish{elsewhere}; or add capacity.",
-                   [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}] − requests",
-                             f"{why} by {_held_by(subject, n, resource)}")
-                    for n, why in dropped[:5]])
+                   f"{held}{done}. Wait for them to finish{elsewhere}; or add capacity.{nominated}",
+                   evidence)
 
 
 def fits_gpu_wise(subject: Subject, node: NodeInfo | None) -> bool:
