@@ -500,6 +500,67 @@ def test_an_earlier_pods_scheduler_events_do_not_say_a_scheduler_saw_this_one(
     assert answer(seven_states, "research/full").cause == "scheduler-unavailable"
 
 
+def test_a_pod_bound_to_a_deleted_node_is_a_node_side_error(seven_states: Lists) -> None:
+    seven_states["nodes"].remove(find(seven_states["nodes"], "gpu-a100-1"))  # research/ok's
+    find(seven_states["pods"], "ok", "research")["status"] = {"phase": "Pending"}
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "node-runtime-error"
+    assert "no Node gpu-a100-1 exists any more" in verdict.action
+    assert "Delete the pod" in verdict.action
+
+
+def test_a_dump_without_nodes_does_not_call_every_node_deleted(seven_states: Lists) -> None:
+    seven_states["nodes"] = []
+    find(seven_states["pods"], "ok", "research")["status"] = {"phase": "Pending"}
+    assert answer(seven_states, "research/ok").cause == "scheduled"
+
+
+def _kubelet_gone(lists: Lists) -> None:
+    """gpu-a100-1 as the node lifecycle controller leaves a node whose kubelet stopped."""
+    node = find(lists["nodes"], "gpu-a100-1")
+    for condition in node["status"]["conditions"]:
+        if condition["type"] == "Ready":
+            condition.update(status="Unknown", reason="NodeStatusUnknown",
+                             message="Kubelet stopped posting node status.")
+
+
+def test_a_pending_pod_bound_to_a_node_that_is_not_ready_is_a_node_side_error(
+        seven_states: Lists) -> None:
+    _kubelet_gone(seven_states)
+    find(seven_states["pods"], "ok", "research")["status"] = {"phase": "Pending"}
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "node-runtime-error"
+    assert ("gpu-a100-1 is not Ready (Unknown: NodeStatusUnknown, Kubelet stopped posting node "
+            "status.)") in verdict.action
+
+
+def test_a_running_pod_on_a_node_that_is_not_ready_is_still_scheduled(seven_states: Lists) -> None:
+    _kubelet_gone(seven_states)
+    find(seven_states["pods"], "ok", "research")["status"]["phase"] = "Running"
+    assert answer(seven_states, "research/ok").cause == "scheduled"
+
+
+def test_a_workload_refused_by_another_admission_policy_quotes_it(seven_states: Lists) -> None:
+    # infer/vllm's pods refused by PodSecurity, not for their RuntimeClass (now unset)
+    refusal = ('pods "vllm-79f7bb9f55-" is forbidden: violates PodSecurity "restricted:latest": '
+               'allowPrivilegeEscalation != false (container "vllm" must set '
+               "securityContext.allowPrivilegeEscalation=false)")
+    for event in seven_states["events"]:
+        if event["reason"] == "FailedCreate" and event["involvedObject"]["name"].startswith(
+                "vllm"):
+            event["message"] = f"Error creating: {refusal}"
+    for workload in seven_states["workloads"]:
+        if workload["metadata"]["name"].startswith("vllm"):
+            workload["spec"]["template"]["spec"].pop("runtimeClassName", None)
+            for condition in workload.get("status", {}).get("conditions") or []:
+                if condition["type"] == "ReplicaFailure":
+                    condition["message"] = refusal
+    verdict = answer(seven_states, "infer/vllm")
+    assert verdict.cause == "pod-not-found"
+    assert f"refuses them at creation: {refusal}." in verdict.action
+    assert "no admission error" not in verdict.action
+
+
 # -- workloads -----------------------------------------------------------------------------
 
 def _owned_copy(lists: Lists, source: str, name: str, owner: dict[str, Any]) -> None:

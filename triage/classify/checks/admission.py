@@ -80,6 +80,16 @@ def check_pod_not_found(subject: Subject) -> Finding:
         elif admission.wanted_pods(subject.workload) == 0:
             why, field, value = (f"{label} wants no pods now (finished, or scaled to 0): "
                                  "check its status."), "spec / status", "0 pods wanted"
+        elif refused := admission.rejections(subject.snapshot, subject.workload):
+            # Neither quota nor RuntimeClass (checked before): PodSecurity, a webhook, a
+            # LimitRange ... The API server's own words say what to change.
+            rejection = refused[0]
+            text = rejection.message.removeprefix("Error creating: ")
+            return Finding(Cause.POD_NOT_FOUND,
+                           f"{label} has no pods: the API server refuses them at creation: "
+                           f"{text}. Change the pod template to meet that, or the policy "
+                           "that refuses it (PodSecurity level, admission webhook, LimitRange).",
+                           [Evidence(rejection.source, rejection.field, rejection.message)])
         else:
             why, field, value = (f"{label} exists but has no pods and no admission error on "
                                  "record. Check its status and events."), "pods", "none"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from triage.classify.checks.dra import allocation_evidence
 from triage.classify.subject import Finding, Subject
-from triage.objects import object_key
+from triage.objects import K8sObject, object_key
 from triage.snapshot import Snapshot
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
@@ -27,8 +27,17 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
                 event.get("reason") == "FailedCreatePodSandBox" and "runtime" in message.lower()):
             return _runtime_finding(subject, f"event {event.get('reason')}", message,
                                     f"the kubelet on {node} failed to start the pod")
-    handler = _runtime_handler(subject.snapshot, subject.spec.get("runtimeClassName"))
     node_object = subject.snapshot.node(node)
+    if node_object is None and subject.snapshot.nodes:
+        return _runtime_finding(subject, "spec.nodeName", node,
+                                f"no Node {node} exists any more (deleted), so no kubelet "
+                                "will start it", delete_only=True)
+    not_ready = _not_ready(node_object) if node_object is not None else None
+    if not_ready is not None:
+        return _runtime_finding(subject, f"Node/{node} status.conditions[Ready]", not_ready,
+                                f"{node} is not Ready ({not_ready}): its kubelet is not "
+                                "starting pods")
+    handler = _runtime_handler(subject.snapshot, subject.spec.get("runtimeClassName"))
     if handler and node_object is not None:
         runtime_handlers = node_object.get("status", {}).get("runtimeHandlers") or []
         handlers = [h.get("name") for h in runtime_handlers]
@@ -40,6 +49,16 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
     return None
 
 
+def _not_ready(node: K8sObject) -> str | None:
+    """The node's Ready condition when it is not True ("Unknown: NodeStatusUnknown, Kubelet
+    stopped posting node status."); None when Ready, or when the node reports no conditions."""
+    for condition in node.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") != "True":
+            return (f"{condition.get('status')}: {condition.get('reason') or '?'}"
+                    + (f", {condition['message']}" if condition.get("message") else ""))
+    return None
+
+
 def _runtime_handler(snapshot: Snapshot, runtime_class: object) -> str | None:
     for rc in snapshot.runtimeclasses:
         if object_key(rc)[1] == runtime_class:
@@ -47,14 +66,18 @@ def _runtime_handler(snapshot: Snapshot, runtime_class: object) -> str | None:
     return None
 
 
-def _runtime_finding(subject: Subject, source: str, value: str, what: str) -> Finding:
+def _runtime_finding(subject: Subject, source: str, value: str, what: str, *,
+                     delete_only: bool = False) -> Finding:
     node = subject.spec.get("nodeName", "")
-    return Finding(Cause.NODE_RUNTIME_ERROR,
-                   f"{subject.label} is bound to {node}, but {what}. Repair the node (container "
-                   f"runtime handler, driver, device plugin), then delete the pod so it is "
-                   "recreated.",
-                   [Evidence(f"Pod {subject.label}", source, value),
-                    Evidence(f"Pod {subject.label}", "spec.nodeName", node)])
+    fix = ("Delete the pod so it is recreated and scheduled again (the pod garbage collector "
+           "does so by itself after a while)." if delete_only else
+           "Repair the node (container runtime handler, driver, device plugin), then delete "
+           "the pod so it is recreated.")
+    evidence = [Evidence(f"Pod {subject.label}", source, value)]
+    if source != "spec.nodeName":
+        evidence.append(Evidence(f"Pod {subject.label}", "spec.nodeName", node))
+    return Finding(Cause.NODE_RUNTIME_ERROR, f"{subject.label} is bound to {node}, but {what}. "
+                   f"{fix}", evidence)
 
 
 def check_scheduled(subject: Subject) -> Finding:
