@@ -460,6 +460,18 @@ def test_unexpected_admission_error_is_node_runtime_error(seven_states: Lists) -
     assert answer(seven_states, "research/ok").cause == "node-runtime-error"
 
 
+def test_a_pod_the_kubelet_rejected_for_resources_is_node_runtime_error(
+        seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "ok", "research")
+    pod["status"] = {"phase": "Failed", "reason": "OutOfnvidia.com/gpu",
+                     "message": "Pod was rejected: Node didn't have enough resource: "
+                                "nvidia.com/gpu, requested: 1, used: 2, capacity: 2"}
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "node-runtime-error"
+    assert "the kubelet on gpu-a100-1 rejected it" in verdict.action
+    assert "OutOfnvidia.com/gpu: Pod was rejected" in verdict.evidence[0].value
+
+
 def test_runtime_handler_missing_on_node_from_state(seven_states: Lists) -> None:
     pod = find(seven_states["pods"], "no-request", "research")
     pod["spec"]["runtimeClassName"] = "runc-gpu"  # handler nvidia

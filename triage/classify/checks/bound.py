@@ -21,6 +21,12 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
         return _runtime_finding(subject, "status.reason", f"UnexpectedAdmissionError: "
                                 f"{status.get('message', '')}", "the device plugin on "
                                 f"{node} could not hand out the devices the scheduler counted")
+    if str(status.get("reason", "")).startswith("OutOf"):
+        # the kubelet's own admission: the pod was bound past the scheduler (spec.nodeName
+        # set by hand) or the node's allocatable dropped after scheduling
+        return _runtime_finding(subject, "status.reason", f"{status['reason']}: "
+                                f"{status.get('message', '')}", f"the kubelet on {node} "
+                                "rejected it: the node did not have what it asks for")
     for event in subject.events:
         message = str(event.get("message", ""))
         if event.get("reason") == "UnexpectedAdmissionError" or (
