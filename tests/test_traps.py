@@ -112,6 +112,9 @@ def _resources(requests: dict[str, str], limits: dict[str, str] | None = None,
      {"nvidia.com/gpu": "3", "cpu": "1"}),  # init peak 3 > app 1 + sidecar 1
     ({"containers": [_resources({"cpu": "1"})], "overhead": {"cpu": "250m", "memory": "64Mi"}},
      {"cpu": "1.250"}),  # overhead only for what the containers name
+    ({"containers": [_resources({"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "lots"}),
+                     _resources({"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "1"})]},
+     {"nvidia.com/gpu": "3"}),  # an unparsable limit leaves the request; a limit wins
 ])
 def test_effective_requests_of_every_resource(spec: dict[str, Any],
                                               expected: dict[str, str]) -> None:

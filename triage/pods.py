@@ -30,6 +30,23 @@ def container_resources(container: Mapping[str, Any]) -> dict[str, Decimal]:
     return merged
 
 
+_ZERO = Decimal(0)
+
+
+def container_amount(container: Mapping[str, Any], resource: str) -> Decimal:
+    """``container_resources(container).get(resource, 0)``, parsing only that resource: a
+    triage asks it of every pod on the nodes it describes."""
+    resources = container.get("resources") or {}
+    for source in (resources.get("limits"), resources.get("requests")):
+        value = source.get(resource) if source else None
+        if value is not None:
+            try:
+                return parse_quantity(value)
+            except QuantityError:
+                continue  # an unparsable limit: the request, as container_resources has it
+    return _ZERO
+
+
 def _is_sidecar(container: Mapping[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
@@ -40,19 +57,18 @@ def effective_request(spec: Mapping[str, Any], resource: str) -> Decimal:
     A restartable init container (sidecar) keeps running: it adds to the app containers'
     sum and to every init container that starts after it.
     """
-    app_sum = sum((container_resources(c).get(resource, Decimal(0))
-                   for c in spec.get("containers") or []), Decimal(0))
-    sidecars = Decimal(0)
-    init_peak = Decimal(0)
+    app_sum = sum((container_amount(c, resource) for c in spec.get("containers") or []), _ZERO)
+    sidecars = _ZERO
+    init_peak = _ZERO
     for container in spec.get("initContainers") or []:
-        amount = container_resources(container).get(resource, Decimal(0))
+        amount = container_amount(container, resource)
         if _is_sidecar(container):
             sidecars += amount
             init_peak = max(init_peak, sidecars)
         else:
             init_peak = max(init_peak, sidecars + amount)
     overhead = (spec.get("overhead") or {}).get(resource)
-    extra = parse_quantity(overhead) if overhead is not None else Decimal(0)
+    extra = parse_quantity(overhead) if overhead is not None else _ZERO
     return max(init_peak, app_sum + sidecars) + extra
 
 
