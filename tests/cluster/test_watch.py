@@ -198,6 +198,8 @@ def test_a_410_when_the_watch_opens_relists(api: FakeKubeAPI, cache: WatchSource
 
 def test_a_failing_watch_is_retried_and_the_cache_keeps_serving(
         api: FakeKubeAPI, cache: WatchSource) -> None:
+    # every watch open first: one still starting when the streams are cut would not be cut
+    eventually(lambda: api.open_watches == 4)
     api.inject("status", "^/api/v1/pods$", query="watch=1", times=2,
                status={"kind": "Status", "apiVersion": "v1", "status": "Failure",
                        "message": "etcdserver: too many requests", "reason": "InternalError",
