@@ -103,7 +103,8 @@ def test_environment_overrides_the_file(tmp_path: Path) -> None:
 def test_the_environment_alone_is_a_configuration() -> None:
     config = load_config({"GPUWHY_DIGEST_CHANNEL": "C0ENV"})
     assert config.digest.channel == "C0ENV" and config.cluster == "default"
-    assert config.triage.gpu_resources == ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu")
+    assert config.triage.gpu_resources == ("nvidia.com/gpu", "nvidia.com/gpu.shared",
+                                           "nvidia.com/mig-*", "amd.com/gpu")
     assert config.triage.gpu_drivers == ("gpu.nvidia.com", "gpu.amd.com",
                                          "hami-core-gpu.project-hami.io")
 

@@ -159,6 +159,22 @@ def test_mig_profile_is_a_gpu_request(seven_states: Lists) -> None:
     assert verdict.cause == "no-gpu-node" and verdict.resource == "nvidia.com/mig-1g.10gb"
 
 
+def test_time_sliced_gpus_renamed_by_the_device_plugin_are_a_gpu_request(
+        seven_states: Lists) -> None:
+    # the NVIDIA device plugin's time-slicing with renameByDefault: nodes and pods say
+    # nvidia.com/gpu.shared; gpu-a100-1 offers 8 of them, all free
+    node = find(seven_states["nodes"], "gpu-a100-1")
+    for section in ("capacity", "allocatable"):
+        node["status"][section]["nvidia.com/gpu.shared"] = "8"
+    pod = find(seven_states["pods"], "no-plugin", "research")
+    _set_gpu(pod["spec"]["containers"][0], "nvidia.com/gpu.shared", "1")
+    verdict = answer(seven_states, "research/no-plugin")
+    assert verdict.cause == "no-gpu-node" and verdict.resource == "nvidia.com/gpu.shared"
+    pod["spec"].pop("nodeSelector")
+    assert {n.name: n.outcome for n in answer(seven_states, "research/no-plugin").nodes}[
+        "gpu-a100-1"] == "fit"
+
+
 def test_configured_resource_names(seven_states: Lists) -> None:
     pod = find(seven_states["pods"], "no-plugin", "research")
     _set_gpu(pod["spec"]["containers"][0], "example.com/accel", "1")

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal, get_args
 
-DEFAULT_GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/mig-*", "amd.com/gpu")
+# nvidia.com/gpu.shared: the NVIDIA device plugin's time-sliced GPUs (renameByDefault)
+DEFAULT_GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*",
+                         "amd.com/gpu")
 # HAMi's sharing resources: kube-scheduler ignores them, only HAMi's filter checks them.
 HAMI_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage")
 Policy = Literal["binpack", "spread"]
