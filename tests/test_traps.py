@@ -294,6 +294,22 @@ def test_a_gated_pod_still_goes_through_the_funnel_first(seven_states: Lists) ->
     assert answer(seven_states, "research/full").cause == "selector-mismatch"
 
 
+def test_a_taint_for_a_failing_node_condition_asks_for_repair_not_a_toleration(
+        seven_states: Lists) -> None:
+    node = find(seven_states["nodes"], "gpu-a100-1")  # as the node lifecycle controller leaves it
+    node["spec"]["taints"] = [
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule",
+         "timeAdded": "2026-11-30T12:40:00Z"},
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute",
+         "timeAdded": "2026-11-30T12:40:05Z"}]
+    pod = find(seven_states["pods"], "full", "research")
+    pod["spec"]["nodeSelector"] = {"pool": "a100"}
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "taint-untolerated"
+    assert "Repair gpu-a100-1: the node lifecycle controller put" in verdict.action
+    assert "add a toleration" not in verdict.action
+
+
 # -- the order of the checks ----------------------------------------------------------------
 
 def test_selector_checked_before_taints(seven_states: Lists) -> None:

@@ -11,6 +11,10 @@ from triage.nodetable import NodeInfo
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
+# Taints the node lifecycle controller sets for node conditions (not-ready, unreachable,
+# memory-pressure, ...): no toleration is the fix, the node is (the cordon's is told apart).
+CONDITION_TAINT_PREFIX = "node.kubernetes.io/"
+
 
 def drop_taint(subject: Subject, node: NodeInfo) -> str | None:
     if not node.taints:
@@ -25,9 +29,17 @@ def explain_taint(subject: Subject, dropped: Dropped) -> Finding:
         return f"{node.name} is {why if why.startswith('cordoned') else 'tainted ' + why}"
 
     cordoned = [n.name for n, why in dropped if why.startswith("cordoned")]
-    taints = sorted({t for _, why in dropped for t in why.split(", ")
-                     if not t.startswith("cordoned")})
+    every = {t for _, why in dropped for t in why.split(", ") if not t.startswith("cordoned")}
+    conditions = sorted(t for t in every if t.startswith(CONDITION_TAINT_PREFIX))
+    taints = sorted(every - set(conditions))
     advice = []
+    if conditions:
+        sick = [n.name for n, why in dropped if CONDITION_TAINT_PREFIX in why
+                and not why.startswith("cordoned")]
+        advice.append(f"repair {', '.join(sick[:5])}: the node lifecycle controller put "
+                      f"{'; '.join(conditions)} there for a failing node condition (kubelet "
+                      "not ready or unreachable, memory / disk / PID pressure) and takes it "
+                      "off once the condition clears")
     if taints:
         owners = sorted({t.split("=", 1)[1].split(":", 1)[0] for t in taints if "=" in t})
         ask = f" (ask {', '.join(owners)})" if owners else ""
@@ -36,9 +48,10 @@ def explain_taint(subject: Subject, dropped: Dropped) -> Finding:
         advice.append(f"uncordon {', '.join(cordoned)} once it is healthy "
                       f"(kubectl uncordon {' '.join(cordoned)})")
     only = "The only matching node" if len(dropped) == 1 else "Every matching node"
+    either = "; or " if conditions else " or "  # a repair reads apart from a toleration
     return Finding(Cause.TAINT_UNTOLERATED,
                    f"{only} blocks the pod: {'; '.join(state(n, w) for n, w in dropped[:5])}. "
-                   f"{capital(' or '.join(advice))}. Don't remove taints: they protect the "
+                   f"{capital(either.join(advice))}. Don't remove taints: they protect the "
                    "node and its owners.",
                    [Evidence(f"Node/{n.name}", "spec.unschedulable" if why.startswith(
                        "cordoned") else "spec.taints", why) for n, why in dropped[:5]]
