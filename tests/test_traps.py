@@ -553,7 +553,8 @@ def test_a_pod_bound_to_a_deleted_node_is_a_node_side_error(seven_states: Lists)
     verdict = answer(seven_states, "research/ok")
     assert verdict.cause == "node-runtime-error"
     assert "no Node gpu-a100-1 exists any more" in verdict.action
-    assert "Delete the pod" in verdict.action
+    # a bare pod: nothing makes it again once deleted
+    assert "Delete the pod and create it again (it has no controller" in verdict.action
 
 
 def test_a_dump_without_nodes_does_not_call_every_node_deleted(seven_states: Lists) -> None:

@@ -75,10 +75,14 @@ def _runtime_handler(snapshot: Snapshot, runtime_class: object) -> str | None:
 def _runtime_finding(subject: Subject, source: str, value: str, what: str, *,
                      delete_only: bool = False) -> Finding:
     node = subject.spec.get("nodeName", "")
-    fix = ("Delete the pod so it is recreated and scheduled again (the pod garbage collector "
-           "does so by itself after a while)." if delete_only else
+    owners = (subject.pod or {}).get("metadata", {}).get("ownerReferences") or []
+    again = ("so its controller makes a new one" if any(o.get("controller") for o in owners)
+             else "and create it again (it has no controller: kubectl replace --force -f "
+             "its manifest)")
+    fix = (f"Delete the pod {again}; the pod garbage collector deletes it by itself after a "
+           "while." if delete_only else
            "Repair the node (container runtime handler, driver, device plugin), then delete "
-           "the pod so it is recreated.")
+           f"the pod {again}.")
     evidence = [Evidence(f"Pod {subject.label}", source, value)]
     if source != "spec.nodeName":
         evidence.append(Evidence(f"Pod {subject.label}", "spec.nodeName", node))
