@@ -310,6 +310,20 @@ def test_a_taint_for_a_failing_node_condition_asks_for_repair_not_a_toleration(
     assert "add a toleration" not in verdict.action
 
 
+def test_a_cordon_after_other_taints_is_still_told_apart(seven_states: Lists) -> None:
+    # kubectl cordon on a tainted node: the unschedulable taint comes after the others
+    node = find(seven_states["nodes"], "gpu-a100-1")
+    node["spec"]["unschedulable"] = True
+    node["spec"]["taints"] = [
+        {"key": "node.kubernetes.io/unreachable", "effect": "NoSchedule"},
+        {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}]
+    find(seven_states["pods"], "full", "research")["spec"]["nodeSelector"] = {"pool": "a100"}
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "taint-untolerated"
+    assert "Repair gpu-a100-1: the node lifecycle controller put" in verdict.action
+    assert "uncordon gpu-a100-1 once it is healthy" in verdict.action
+
+
 # -- the order of the checks ----------------------------------------------------------------
 
 def test_selector_checked_before_taints(seven_states: Lists) -> None:

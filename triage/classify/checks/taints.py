@@ -14,6 +14,7 @@ from triage.vocabulary import Cause
 # Taints the node lifecycle controller sets for node conditions (not-ready, unreachable,
 # memory-pressure, ...): no toleration is the fix, the node is (the cordon's is told apart).
 CONDITION_TAINT_PREFIX = "node.kubernetes.io/"
+CORDONED = "cordoned"  # how taint_text writes the cordon's taint
 
 
 def drop_taint(subject: Subject, node: NodeInfo) -> str | None:
@@ -26,16 +27,19 @@ def drop_taint(subject: Subject, node: NodeInfo) -> str | None:
 
 def explain_taint(subject: Subject, dropped: Dropped) -> Finding:
     def state(node: NodeInfo, why: str) -> str:
-        return f"{node.name} is {why if why.startswith('cordoned') else 'tainted ' + why}"
+        return f"{node.name} is {why if why.startswith(CORDONED) else 'tainted ' + why}"
 
-    cordoned = [n.name for n, why in dropped if why.startswith("cordoned")]
-    every = {t for _, why in dropped for t in why.split(", ") if not t.startswith("cordoned")}
+    # each node's untolerated taints, as drop_taint listed them; a cordon among them anywhere
+    parts = {n.name: why.split(", ") for n, why in dropped}
+    cordoned = [name for name, taints in parts.items()
+                if any(t.startswith(CORDONED) for t in taints)]
+    sick = [name for name, taints in parts.items()
+            if any(t.startswith(CONDITION_TAINT_PREFIX) for t in taints)]
+    every = {t for taints in parts.values() for t in taints if not t.startswith(CORDONED)}
     conditions = sorted(t for t in every if t.startswith(CONDITION_TAINT_PREFIX))
     taints = sorted(every - set(conditions))
     advice = []
     if conditions:
-        sick = [n.name for n, why in dropped if CONDITION_TAINT_PREFIX in why
-                and not why.startswith("cordoned")]
         advice.append(f"repair {', '.join(sick[:5])}: the node lifecycle controller put "
                       f"{'; '.join(conditions)} there for a failing node condition (kubelet "
                       "not ready or unreachable, memory / disk / PID pressure) and takes it "
@@ -54,7 +58,7 @@ def explain_taint(subject: Subject, dropped: Dropped) -> Finding:
                    f"{capital(either.join(advice))}. Don't remove taints: they protect the "
                    "node and its owners.",
                    [Evidence(f"Node/{n.name}", "spec.unschedulable" if why.startswith(
-                       "cordoned") else "spec.taints", why) for n, why in dropped[:5]]
+                       CORDONED) else "spec.taints", why) for n, why in dropped[:5]]
                    + [Evidence(f"Pod {subject.label}", "spec.tolerations",
                                _tolerations_text(subject.spec))])
 
