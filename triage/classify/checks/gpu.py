@@ -110,18 +110,20 @@ def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:
                      for p, _ in held[:4]) + (f" +{len(held) - 4} more" if len(held) > 4 else "")
 
 
-def _nominated(subject: Subject, dropped: Dropped, resource: str) -> str:
+def _nominated(subject: Subject, dropped: Dropped, resource: str) -> tuple[str, str] | None:
     """The scheduler's preemption in progress: status.nominatedNodeName names one of the full
-    nodes, where it evicts lower-priority pods and then binds this one."""
+    nodes, where it evicts lower-priority pods and then binds this one. (The node, what to
+    add to the action.)"""
     nominated = (subject.pod or {}).get("status", {}).get("nominatedNodeName")
     if not nominated or all(n.name != nominated for n, _ in dropped):
-        return ""
+        return None
     leaving = [pod_name(p) for p, _ in subject.snapshot.holders_on(nominated, resource)
                if is_terminating(p)]
-    return (f" The scheduler has nominated {nominated} for it (status.nominatedNodeName): it "
-            "is preempting lower-priority pods there and binds this one when "
-            + (f"{', '.join(leaving[:4])} {'have' if len(leaving) > 1 else 'has'} gone."
-               if leaving else "they have gone."))
+    return nominated, (
+        f" The scheduler has nominated {nominated} for it (status.nominatedNodeName): it is "
+        "preempting lower-priority pods there and binds this one when "
+        + (f"{', '.join(leaving[:4])} {'have' if len(leaving) > 1 else 'has'} gone."
+           if leaving else "they have gone."))
 
 
 def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
@@ -143,15 +145,15 @@ def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
                      f"{subject.snapshot.free_gpus(other, resource)} free")
     held = "; ".join(f"{n.name} has {why} by {_held_by(subject, n, resource)}"
                      for n, why in dropped[:3])
-    nominated = _nominated(subject, dropped, resource)
     evidence = [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}] − requests",
                          f"{why} by {_held_by(subject, n, resource)}") for n, why in dropped[:5]]
-    if nominated:
-        evidence.append(Evidence(f"Pod {subject.label}", "status.nominatedNodeName",
-                                 str((subject.pod or {})["status"]["nominatedNodeName"])))
+    preempting = ""
+    if (nomination := _nominated(subject, dropped, resource)) is not None:
+        nominated, preempting = nomination
+        evidence.append(Evidence(f"Pod {subject.label}", "status.nominatedNodeName", nominated))
     return Finding(Cause.EXHAUSTED,
-                   f"{held}{done}. Wait for them to finish{elsewhere}; or add capacity.{nominated}",
-                   evidence)
+                   f"{held}{done}. Wait for them to finish{elsewhere}; or add capacity."
+                   f"{preempting}", evidence)
 
 
 def fits_gpu_wise(subject: Subject, node: NodeInfo | None) -> bool:
