@@ -526,8 +526,7 @@ def fit_registered(node: Mapping[str, Any], registration: Registration,
         return HamiNodeFit(registered=False, fits=False, reason=NODE_UNREGISTERED)
     cards = [_CardState(d, usage.get(d.uuid) or _UNUSED) for d in registration.devices
              if NVIDIA_TYPE_WORD in d.type]
-    cordoned = frozenset(u.strip() for u in (((node.get("metadata") or {}).get("annotations")
-                                               or {}).get(CORDON_KEY) or "").split(","))
+    cordoned = frozenset(u.strip() for u in (_annotations(node).get(CORDON_KEY) or "").split(","))
     before = cards
     shown: list[str | None] | None = None  # the first container's codes, shown when it fits
     chosen: list[str] = []
