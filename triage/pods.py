@@ -119,7 +119,7 @@ def holders(pods: Iterable[K8sObject], resource: str) -> list[tuple[K8sObject, i
 
 def effective_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
     """``effective_request`` of every resource the containers name, in one pass over them."""
-    zero = Decimal(0)
+    zero = _ZERO  # a local: this runs for every pod of a 150,000-pod load
     app: dict[str, Decimal] = {}
     for container in spec.get("containers") or ():
         for name, amount in container_resources(container).items():
