@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bench.generate import generate, pending_refs
-from tests.test_golden_verdicts import CONFIGS, SCENARIO_DIRS
+from tests.test_golden_verdicts import CONFIGS, GENERATED_SIZE, SCENARIO_DIRS
 from triage.classify import triage
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
@@ -24,9 +24,9 @@ def _refs(directory: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # 40 nodes, a HAMi pool, three pending pods of each kind asking alike
+    # the goldens' generated cluster: a HAMi pool, pending pods of each kind asking alike
     directory = tmp_path_factory.mktemp("generated")
-    generate(directory, nodes=40, pods=900, seed=9)
+    generate(directory, **GENERATED_SIZE)
     return directory
 
 
