@@ -103,7 +103,7 @@ def _each(kind: str, change: Callable[[dict[str, Any]], None]) -> Mutation:
 def _null_spec_fields(pod: dict[str, Any]) -> None:
     spec = pod["spec"]
     for key in ("nodeSelector", "tolerations", "affinity", "initContainers", "resourceClaims",
-                "runtimeClassName", "overhead"):
+                "runtimeClassName", "overhead", "resources"):
         spec[key] = None
     for container in spec.get("containers") or []:
         container["resources"] = {"limits": None, "requests": None}

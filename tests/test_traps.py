@@ -115,6 +115,17 @@ def _resources(requests: dict[str, str], limits: dict[str, str] | None = None,
     ({"containers": [_resources({"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "lots"}),
                      _resources({"nvidia.com/gpu": "2"}, {"nvidia.com/gpu": "1"})]},
      {"nvidia.com/gpu": "3"}),  # an unparsable limit leaves the request; a limit wins
+    # PodLevelResources: spec.resources replaces the containers' cpu / memory sums
+    ({"containers": [_resources({"cpu": "1", "memory": "1Gi"}), _resources({"cpu": "1"})],
+      "resources": {"requests": {"cpu": "4"}, "limits": {"cpu": "8"}}},
+     {"cpu": "4", "memory": "1073741824"}),
+    ({"containers": [_resources({"cpu": "1"})], "resources": {"limits": {"memory": "2Gi"}},
+      "overhead": {"memory": "64Mi"}},
+     {"cpu": "1", "memory": "2214592512"}),  # a limit alone is the request; overhead on top
+    ({"containers": [_resources({"nvidia.com/gpu": "1"})],
+      "initContainers": [_resources({"cpu": "3"})],
+      "resources": {"requests": {"cpu": "2", "nvidia.com/gpu": "4", "hugepages-2Mi": "4Mi"}}},
+     {"cpu": "2", "nvidia.com/gpu": "1", "hugepages-2Mi": "4194304"}),  # no pod-level GPUs
 ])
 def test_effective_requests_of_every_resource(spec: dict[str, Any],
                                               expected: dict[str, str]) -> None:
@@ -434,6 +445,16 @@ def test_cpu_shortage_from_state_is_other_constraint(seven_states: Lists) -> Non
     pod = find(seven_states["pods"], "full", "research")
     pod["spec"]["nodeSelector"] = {"pool": "a100"}
     pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1000"
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "other-constraint"
+    assert {n.name: n.detail for n in verdict.nodes}["gpu-a100-1"] == "Insufficient cpu"
+
+
+def test_pod_level_cpu_request_decides_other_constraint(seven_states: Lists) -> None:
+    # the containers ask little cpu, the pod as a whole (spec.resources) asks too much
+    pod = find(seven_states["pods"], "full", "research")
+    pod["spec"]["nodeSelector"] = {"pool": "a100"}
+    pod["spec"]["resources"] = {"requests": {"cpu": "1000"}, "limits": {"cpu": "1000"}}
     verdict = answer(seven_states, "research/full")
     assert verdict.cause == "other-constraint"
     assert {n.name: n.detail for n in verdict.nodes}["gpu-a100-1"] == "Insufficient cpu"

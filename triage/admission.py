@@ -159,6 +159,12 @@ def _demand(key: str, spec: Mapping[str, Any]) -> Decimal | None:
 
 
 def _limit(spec: Mapping[str, Any], resource: str) -> Decimal:
+    pod_level = ((spec.get("resources") or {}).get("limits") or {}).get(resource)
+    if pod_level is not None:  # a pod-level limit (spec.resources) bounds the whole pod
+        try:
+            return parse_quantity(pod_level)
+        except QuantityError:
+            pass
     total = Decimal(0)
     for container in spec.get("containers") or []:
         value = ((container.get("resources") or {}).get("limits") or {}).get(resource)

@@ -51,12 +51,42 @@ def _is_sidecar(container: Mapping[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
+def _is_pod_level(resource: str) -> bool:
+    """Resources a pod may ask for as a whole in ``spec.resources`` (PodLevelResources)."""
+    return resource in ("cpu", "memory") or resource.startswith("hugepages-")
+
+
+def pod_level_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """``spec.resources``' requests, which replace the containers' sums where set.
+
+    The API server defaults a missing pod-level request to its limit; a manifest not yet
+    defaulted is read the same way. Only cpu, memory and hugepages can be asked per pod.
+    """
+    resources = spec.get("resources")
+    if not resources:
+        return {}
+    merged: dict[str, Decimal] = {}
+    for source in (resources.get("limits") or {}, resources.get("requests") or {}):
+        for name, value in source.items():
+            if _is_pod_level(name):
+                try:
+                    merged[name] = parse_quantity(value)
+                except QuantityError:
+                    continue
+    return merged
+
+
 def effective_request(spec: Mapping[str, Any], resource: str) -> Decimal:
-    """max(max over init containers, sum over app containers), sidecars included.
+    """max(max over init containers, sum over app containers), sidecars included, plus
+    the pod's overhead; a pod-level request (``spec.resources``) replaces the containers'.
 
     A restartable init container (sidecar) keeps running: it adds to the app containers'
     sum and to every init container that starts after it.
     """
+    overhead = (spec.get("overhead") or {}).get(resource)
+    extra = parse_quantity(overhead) if overhead is not None else _ZERO
+    if spec.get("resources") and resource in (pod_level := pod_level_requests(spec)):
+        return pod_level[resource] + extra
     app_sum = sum((container_amount(c, resource) for c in spec.get("containers") or []), _ZERO)
     sidecars = _ZERO
     init_peak = _ZERO
@@ -67,8 +97,6 @@ def effective_request(spec: Mapping[str, Any], resource: str) -> Decimal:
             init_peak = max(init_peak, sidecars)
         else:
             init_peak = max(init_peak, sidecars + amount)
-    overhead = (spec.get("overhead") or {}).get(resource)
-    extra = parse_quantity(overhead) if overhead is not None else _ZERO
     return max(init_peak, app_sum + sidecars) + extra
 
 
@@ -126,7 +154,8 @@ def effective_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
             app[name] = app.get(name, zero) + amount
     init_containers = spec.get("initContainers")
     overhead = spec.get("overhead")
-    if not init_containers and not overhead:  # most pods: the same sums, fewer look-ups
+    pod_level = spec.get("resources")
+    if not init_containers and not overhead and not pod_level:  # most pods: fewer look-ups
         return {name: max(zero, amount + zero) + zero for name, amount in app.items()}
     sidecars: dict[str, Decimal] = {}
     init_peak: dict[str, Decimal] = {}
@@ -140,11 +169,14 @@ def effective_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
             else:
                 init_peak[name] = max(init_peak.get(name, zero), running + amount)
     overhead = overhead or {}
+    whole_pod = pod_level_requests(spec) if pod_level else {}
     result = {}
-    for name in {**app, **init_peak}:
+    for name in {**app, **init_peak, **whole_pod}:
         extra = parse_quantity(overhead[name]) if overhead.get(name) is not None else zero
-        result[name] = max(init_peak.get(name, zero),
-                           app.get(name, zero) + sidecars.get(name, zero)) + extra
+        asked = whole_pod.get(name)
+        if asked is None:
+            asked = max(init_peak.get(name, zero), app.get(name, zero) + sidecars.get(name, zero))
+        result[name] = asked + extra
     return result
 
 

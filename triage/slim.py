@@ -25,7 +25,7 @@ SLIM_POD: _Keep = {
     "apiVersion": True, "kind": True,
     "metadata": {**SLIM_METADATA, "annotations": True},
     "spec": {"nodeName": True, "schedulerName": True, "priority": True, "overhead": True,
-             "containers": _CONTAINER, "initContainers": _CONTAINER,
+             "resources": True, "containers": _CONTAINER, "initContainers": _CONTAINER,
              "resourceClaims": True},  # a DRA claim asks for a GPU (the stuck-pod watch)
     "status": {"phase": True, "startTime": True},  # startTime: how long a holder has held
 }
