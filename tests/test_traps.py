@@ -299,6 +299,29 @@ def test_a_gate_nothing_known_manages_is_named_with_who_removes_it(seven_states:
     assert "Whoever added it removes it" in verdict.action
 
 
+def test_an_ungated_pod_no_scheduler_picked_up_is_scheduler_unavailable(
+        seven_states: Lists) -> None:
+    # Kueue removed its gate; the API server's SchedulingGated condition stays until a
+    # scheduler picks the pod up, and the scheduler it names is not running
+    _gated(seven_states, "kueue.x-k8s.io/admission", condition=True)
+    pod = find(seven_states["pods"], "full", "research")
+    pod["spec"].pop("schedulingGates")
+    pod["spec"]["schedulerName"] = "volcano"
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "scheduler-unavailable" and "volcano" in verdict.action
+    assert verdict.scheduler_message is None  # the API server's words, not a scheduler's
+
+
+def test_a_gated_pod_quotes_the_api_servers_condition_not_a_scheduler(
+        seven_states: Lists) -> None:
+    _gated(seven_states, "kueue.x-k8s.io/admission", condition=True)
+    verdict = answer(seven_states, "research/full")
+    assert verdict.scheduler_message is None
+    assert [(e.field, e.value) for e in verdict.evidence[1:]] == [
+        ("PodScheduled condition (API server)",
+         "SchedulingGated: Scheduling is blocked due to non-empty scheduling gates")]
+
+
 def test_a_gated_pod_still_goes_through_the_funnel_first(seven_states: Lists) -> None:
     _gated(seven_states, "kueue.x-k8s.io/admission", condition=True)
     find(seven_states["pods"], "full", "research")["spec"]["nodeSelector"] = {"pool": "h200"}

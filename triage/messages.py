@@ -128,20 +128,37 @@ def is_scheduler_event(event: Mapping[str, Any]) -> bool:
     return event.get("reason") in SCHEDULER_REASONS or "scheduler" in component
 
 
+# The reason the API server (not a scheduler) gives PodScheduled=False on a gated pod.
+SCHEDULING_GATED = "SchedulingGated"
+
+
 def latest_scheduling_failure(pod: K8sObject, pod_events: list[K8sObject]) -> str | None:
     """The scheduler's newest complaint: a FailedScheduling / FilteringFailed event, else the
-    PodScheduled=False condition (which does not expire)."""
+    PodScheduled=False condition (which does not expire) unless the API server wrote it for
+    scheduling gates: no scheduler has seen a gated pod."""
     for event in pod_events:  # newest first
         if event.get("reason") in SCHEDULING_FAILURES and event.get("message"):
             return str(event["message"])
-    for condition in pod.get("status", {}).get("conditions") or []:
+    condition = pod_scheduled_false(pod)
+    if condition is not None and condition.get("reason") != SCHEDULING_GATED:
+        return str(condition["message"])
+    return None
+
+
+def pod_scheduled_false(pod: K8sObject) -> Mapping[str, Any] | None:
+    """The pod's PodScheduled=False condition, when it carries a message."""
+    conditions: list[Mapping[str, Any]] = pod.get("status", {}).get("conditions") or []
+    for condition in conditions:
         if (condition.get("type") == "PodScheduled" and condition.get("status") == "False"
                 and condition.get("message")):
-            return str(condition["message"])
+            return condition
     return None
 
 
 def scheduler_spoke(pod: K8sObject, pod_events: list[K8sObject]) -> bool:
+    """A scheduler has looked at the pod: its event, or a PodScheduled condition other than
+    the API server's SchedulingGated (which stays after the gates are removed, until a
+    scheduler picks the pod up)."""
     conditions = pod.get("status", {}).get("conditions") or []
-    return any(c.get("type") == "PodScheduled" for c in conditions) or any(
-        is_scheduler_event(e) for e in pod_events)
+    return any(c.get("type") == "PodScheduled" and c.get("reason") != SCHEDULING_GATED
+               for c in conditions) or any(is_scheduler_event(e) for e in pod_events)

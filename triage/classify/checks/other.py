@@ -7,7 +7,13 @@ from decimal import Decimal
 
 from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidence
 from triage.config import TriageConfig
-from triage.messages import latest_scheduling_failure, parse_failed_scheduling, scheduler_spoke
+from triage.messages import (
+    SCHEDULING_GATED,
+    latest_scheduling_failure,
+    parse_failed_scheduling,
+    pod_scheduled_false,
+    scheduler_spoke,
+)
 from triage.nodetable import NodeInfo
 from triage.quantity import parse_quantity
 from triage.verdict import Evidence
@@ -85,12 +91,16 @@ def _gated(subject: Subject, fitting: str, gates: list[str]) -> Finding:
         remover = (f"Whoever added {'it' if len(gates) == 1 else 'them'} removes "
                    f"{'it' if len(gates) == 1 else 'them'} when ready: check that controller "
                    "is running, or remove the gate if nothing manages it.")
+    evidence = [Evidence(f"Pod {subject.label}", "spec.schedulingGates", names)]
+    condition = pod_scheduled_false(subject.pod or {})
+    if condition is not None and condition.get("reason") == SCHEDULING_GATED:
+        evidence.append(Evidence(f"Pod {subject.label}", "PodScheduled condition (API server)",
+                                 f"{SCHEDULING_GATED}: {condition['message']}"))
     return Finding(Cause.OTHER_CONSTRAINT,
                    f"GPU-wise {fitting} fit, but the pod has scheduling "
                    f"{'gate' if len(gates) == 1 else 'gates'} {names}: no scheduler looks at "
                    f"it until {'it is' if len(gates) == 1 else 'they are'} removed. {remover}",
-                   [Evidence(f"Pod {subject.label}", "spec.schedulingGates", names),
-                    *scheduler_evidence(subject)])
+                   evidence)
 
 
 _FUNNEL_REASONS = ("taint", "unschedulable", "selector", "extender", "preemption")
