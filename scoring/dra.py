@@ -20,7 +20,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from scoring.cel_error import SelectorError
-from triage.nodes import node_name, selector_mismatches
+from triage.nodes import node_name, selector_mismatches, status_amount
 from triage.objects import K8sObject, object_key
 from triage.quantity import QuantityError, parse_quantity
 from triage.verdict import Device
@@ -42,6 +42,23 @@ DeviceKey = tuple[str, str, str]  # driver, pool, device: how allocation results
 
 # Device.holder_source of DRA devices: claims' allocations say who holds each device.
 DRA_HOLDERS = "dra"
+
+# Extended resources backed by DRA (DRAExtendedResource, beta since Kubernetes 1.36): a
+# DeviceClass's spec.extendedResourceName, or the name every class has implicitly, lets a pod's
+# `limits: nvidia.com/gpu: N` be met by N devices of the class on a node whose allocatable
+# lacks the resource. kube-scheduler then allocates a claim of its own for the pod.
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+
+def serves_extended(objects: Iterable[K8sObject], asked: Iterable[str]) -> bool:
+    """Some DeviceClass among ``objects`` serves one of the asked extended resources, by
+    spec.extendedResourceName or by its implicit ``deviceclass.resource.kubernetes.io/<class>``
+    name (a cheap look before an Inventory is built)."""
+    wanted = set(asked)
+    return bool(wanted) and any(
+        obj.get("kind") == "DeviceClass"
+        and ((obj.get("spec") or {}).get("extendedResourceName") in wanted
+             or IMPLICIT_EXTENDED_PREFIX + object_key(obj)[1] in wanted) for obj in objects)
 
 
 @dataclass(frozen=True)
@@ -123,6 +140,9 @@ class PodClaim:
     allocated_devices: tuple[DeviceKey, ...] = ()
     # What the claim asks that gpuwhy does not judge: (field, what), e.g. claim constraints.
     unmodelled: list[tuple[str, str]] = field(default_factory=list)
+    # The pod's extended resource this claim stands for (the claim kube-scheduler would make
+    # for a limit a DeviceClass serves); None for the pod's own claims.
+    extended_resource: str | None = None
 
     @property
     def label(self) -> str:
@@ -192,6 +212,7 @@ class Inventory:
         self._results: dict[tuple[str, DeviceKey], bool | SelectorError] = {}
         self._variables: dict[DeviceKey, Any] = {}
         self._gpu_class: dict[str, bool] = {}
+        self._extended: dict[str, str | None] = {}
 
     # -- devices per node -------------------------------------------------------------
 
@@ -253,13 +274,13 @@ class Inventory:
             named = any(f'"{d}"' in s or f"'{d}'" in s for d in self.gpu_drivers
                         for s in selectors)
             self._gpu_class[class_name] = named or any(
-                self._selects(selectors, device) is True
+                self.selects(selectors, device) is True
                 for resource_slice in self.slices
                 if (resource_slice.get("spec") or {}).get("driver") in self.gpu_drivers
                 for device in _slice_devices(resource_slice))
         return self._gpu_class[class_name]
 
-    def _selects(self, selectors: Iterable[str], device: SliceDevice) -> bool | SelectorError:
+    def selects(self, selectors: Iterable[str], device: SliceDevice) -> bool | SelectorError:
         """All selectors hold, in order, stopping at the first false (as the allocator does)."""
         for expression in selectors:
             try:
@@ -269,15 +290,65 @@ class Inventory:
                 return SelectorError(f"{expression}: {exc}")
         return True
 
+    # -- extended resources backed by DRA -----------------------------------------------
+
+    def extended_class(self, resource: str) -> str | None:
+        """The DeviceClass that serves an extended resource: the one naming it in
+        spec.extendedResourceName (the newest if several, then the first by name, as
+        kube-scheduler picks), else the class a ``deviceclass.resource.kubernetes.io/<class>``
+        name stands for."""
+        if resource not in self._extended:
+            naming = [(str((c.get("metadata") or {}).get("creationTimestamp") or ""), name)
+                      for name, c in self.classes.items()
+                      if (c.get("spec") or {}).get("extendedResourceName") == resource]
+            implicit = resource.removeprefix(IMPLICIT_EXTENDED_PREFIX)
+            if naming:
+                newest = max(created for created, _ in naming)
+                self._extended[resource] = min(name for created, name in naming
+                                               if created == newest)
+            elif resource.startswith(IMPLICIT_EXTENDED_PREFIX) and implicit in self.classes:
+                self._extended[resource] = implicit
+            else:
+                self._extended[resource] = None
+        return self._extended[resource]
+
+    def extended_claims(self, pod: Mapping[str, Any],
+                        requests: Mapping[str, int]) -> dict[str, PodClaim]:
+        """For each extended resource the pod asks that a DeviceClass serves, the claim
+        kube-scheduler allocates for it where a node's allocatable lacks the resource: one
+        request of that many devices of the class."""
+        namespace, name = object_key(pod)
+        claims = {}
+        for resource, count in sorted(requests.items()):
+            device_class = self.extended_class(resource)
+            if device_class is None or count <= 0:
+                continue
+            label = f"pod {namespace}/{name}"
+            claims[resource] = PodClaim(
+                resource, f"the pod's {resource} limit (served through DeviceClass "
+                f"{device_class})",
+                requests=[Request(label, resource, (Alternative(
+                    resource, device_class, (), "ExactCount", count),))],
+                extended_resource=resource)
+        return claims
+
     # -- a pod's claims -----------------------------------------------------------------
 
     def pod_claims(self, pod: Mapping[str, Any]) -> list[PodClaim]:
+        """The pod's spec.resourceClaims resolved; a bound pod's extended-resource claim too
+        (status.extendedResourceClaimStatus), which holds its devices."""
         namespace = object_key(pod)[0]
         spec = pod.get("spec") or {}
-        statuses = {s.get("name"): s for s in (pod.get("status") or {})
-                    .get("resourceClaimStatuses") or [] if isinstance(s, Mapping)}
-        return [self._resolve(namespace, entry, statuses)
-                for entry in spec.get("resourceClaims") or [] if isinstance(entry, Mapping)]
+        status = pod.get("status") or {}
+        statuses = {s.get("name"): s for s in status.get("resourceClaimStatuses") or []
+                    if isinstance(s, Mapping)}
+        claims = [self._resolve(namespace, entry, statuses)
+                  for entry in spec.get("resourceClaims") or [] if isinstance(entry, Mapping)]
+        extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+        if extended and spec.get("nodeName"):
+            claims.append(self._resolve(namespace, {"name": "extended resources",
+                                                    "resourceClaimName": extended}, {}))
+        return claims
 
     def template_claims(self, namespace: str, spec: Mapping[str, Any]) -> list[PodClaim]:
         """A pod template's claims (a workload whose pods do not exist): templates as they are."""
@@ -412,7 +483,7 @@ class Inventory:
         class_selectors = self.class_selectors(alternative.device_class)
         of_class, matching = [], []
         for device in devices:
-            in_class = self._selects(class_selectors, device)
+            in_class = self.selects(class_selectors, device)
             if isinstance(in_class, SelectorError):
                 return RequestOutcome(request, UNEVALUATED, f"DeviceClass "
                                       f"{alternative.device_class} selector {in_class}",
@@ -420,7 +491,7 @@ class Inventory:
             if not in_class:
                 continue
             of_class.append(device)
-            wanted = self._selects(alternative.selectors, device)
+            wanted = self.selects(alternative.selectors, device)
             if isinstance(wanted, SelectorError):
                 return RequestOutcome(request, UNEVALUATED, f"{label} selector {wanted}",
                                       alternative)
@@ -476,7 +547,7 @@ class Inventory:
         as "show devices" lists them: only for the nodes an answer shows."""
         devices, outcomes = fit.published, fit.requests
         classes = {o.alternative.device_class for o in outcomes if o.alternative is not None}
-        shown = [d for d in devices if any(self._selects(self.class_selectors(c), d) is True
+        shown = [d for d in devices if any(self.selects(self.class_selectors(c), d) is True
                                            for c in classes)]
         if not shown:
             shown = [d for d in devices if d.driver in self.gpu_drivers]
@@ -486,11 +557,11 @@ class Inventory:
             code = None
             for outcome in outcomes:
                 alternative = outcome.alternative
-                if alternative is None or self._selects(
+                if alternative is None or self.selects(
                         self.class_selectors(alternative.device_class), device) is not True:
                     continue
                 for expression in alternative.selectors:
-                    verdict = self._selects((expression,), device)
+                    verdict = self.selects((expression,), device)
                     if verdict is not True:
                         code = (f"selector not evaluated: {verdict}"
                                 if isinstance(verdict, SelectorError)
@@ -668,15 +739,46 @@ class ClaimSet:
 
     inventory: Inventory
     claims: list[PodClaim]
+    # The pod's extended resources a DeviceClass serves, by resource (see extended_claims)
+    extended: dict[str, PodClaim] = field(default_factory=dict)
     fits: dict[str, NodeFit] = field(default_factory=dict)
+    _serves: dict[tuple[str, str], bool] = field(default_factory=dict)
 
     def fit(self, node: K8sObject) -> NodeFit:
         name = node_name(node)
         if name not in self.fits:
             # A claim with a problem (missing claim, template or class) cannot be judged per node.
             self.fits[name] = self.inventory.fit(
-                [c for c in self.claims if c.problem is None], node)
+                [c for c in self.claims if c.problem is None]
+                + [c for resource, c in self.extended.items() if self.serves(node, resource)],
+                node)
         return self.fits[name]
+
+    def serves(self, node: K8sObject, resource: str) -> bool:
+        """DRA, not a device plugin, meets the pod's ``resource`` on this node.
+
+        kube-scheduler asks DRA where the node's allocatable lacks the resource. A node whose
+        device plugin registered it but offers none (capacity > 0, allocatable 0) and that
+        publishes no device of the class is the device plugin's to answer for (allocatable-zero).
+        """
+        claim = self.extended.get(resource)
+        if claim is None:
+            return False
+        key = (node_name(node), resource)
+        if key not in self._serves:
+            served = not status_amount(node, "allocatable", resource)
+            if served and status_amount(node, "capacity", resource):
+                device_class = claim.requests[0].alternatives[0].device_class
+                selectors = self.inventory.class_selectors(device_class)
+                served = any(self.inventory.selects(selectors, device) is True
+                             for device in self.inventory.devices_for(node))
+            self._serves[key] = served
+        return self._serves[key]
+
+    @property
+    def all_claims(self) -> list[PodClaim]:
+        """The pod's claims and the ones standing for its DRA-served extended resources."""
+        return [*self.claims, *self.extended.values()]
 
     def device_rows(self, node: K8sObject) -> list[Device]:
         return self.inventory.device_rows(self.fit(node))
@@ -700,4 +802,4 @@ class ClaimSet:
     def asks_gpu(self) -> bool:
         """Some request is of a GPU class, or cannot be told (a claim or class is missing)."""
         return bool(self.problems) or any(self.inventory.is_gpu_request(r)
-                                          for c in self.claims for r in c.requests)
+                                          for c in self.all_claims for r in c.requests)

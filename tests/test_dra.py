@@ -85,10 +85,10 @@ def test_every_expected_cause_with_its_decisive_evidence(ref: str,
 
 def test_actions_name_the_objects(recorded: dict[str, Verdict]) -> None:
     assert recorded["vision/pinned-a"].action == (
-        "dra-a100-1: its 4 matching device(s) (1 × gpu.nvidia.com) are allocated to claim "
+        "dra-a100-1: 4/4 matching device(s) allocated, to claim "
         "vision/holder-a-gpu-8jq68 (pod vision/holder-a, gpu-0,gpu-1) and claim "
-        "vision/holder-b-gpu-srp9s (pod vision/holder-b, gpu-2,gpu-3). Wait for them to "
-        "finish, or add capacity.")
+        "vision/holder-b-gpu-srp9s (pod vision/holder-b, gpu-2,gpu-3); it needs "
+        "1 × gpu.nvidia.com. Wait for them to finish, or add capacity.")
     assert recorded["vision/big-8g"].action.startswith(
         "ResourceClaim vision/big-8g-gpu-4nr9w (from template eight-gpus) asks 8 × "
         "gpu.nvidia.com; the most any node you can use has is 4 (dra-a100-1, dra-a100-2; "
@@ -312,3 +312,40 @@ def test_what_gpuwhy_does_not_judge_leaves_the_scheduler_s_word(dra: Lists) -> N
     assert ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.constraints",
             "constraints between devices (matchAttribute): not judged by gpuwhy") in [
         (e.object, e.field, e.value) for e in unjudged.evidence]
+
+
+# -- extended resources backed by DRA (a DeviceClass's spec.extendedResourceName) -------------
+
+def _serve_gpus_through_dra(lists: Lists) -> None:
+    _dra(lists, "DeviceClass", "gpu.nvidia.com")["spec"]["extendedResourceName"] = "nvidia.com/gpu"
+
+
+def test_a_gpu_limit_a_device_class_serves_goes_through_the_dra_funnel(dra: Lists) -> None:
+    outcomes = {n.name: n.outcome for n in _answer(dra, "serving/legacy-gpu").nodes}
+    assert set(outcomes.values()) == {"no-gpu-node"}  # as recorded: no class serves it
+    _serve_gpus_through_dra(dra)
+    verdict = _answer(dra, "serving/legacy-gpu")
+    assert {n.name: n.outcome for n in verdict.nodes} == {
+        "dra-a100-1": "exhausted", "dra-a100-2": "fit", "dra-l4-1": "fit",
+        "cpu-1": "no-gpu-node", "gpu-spare-1": "no-gpu-node"}
+    devices = {n.name: n.devices for n in verdict.nodes}["dra-a100-2"]
+    # the node's ResourceSlice devices, not its GFD labels' cards beside them
+    assert [(d.uuid, d.holders) for d in devices] == [
+        ("gpu-0", ["vision/finetune-1g"]), ("gpu-1", []), ("gpu-2", []), ("gpu-3", [])]
+
+
+def test_a_device_plugin_node_keeps_its_own_checks_beside_dra_nodes(dra: Lists) -> None:
+    _serve_gpus_through_dra(dra)
+    spare = find(dra["nodes"], "gpu-spare-1")
+    for section in ("capacity", "allocatable"):
+        spare["status"][section]["nvidia.com/gpu"] = "1"
+    pod = find(dra["pods"], "legacy-gpu", "serving")
+    pod["spec"]["nodeSelector"] = {"gpu-type": "a10"}  # gpu-spare-1 only
+    assert {n.name: n.outcome for n in _answer(dra, "serving/legacy-gpu").nodes}[
+        "gpu-spare-1"] == "fit"
+    for container in pod["spec"]["containers"]:
+        for section in ("limits", "requests"):
+            container["resources"][section]["nvidia.com/gpu"] = "2"
+    verdict = _answer(dra, "serving/legacy-gpu")  # 1 allocatable: the device plugin's too-large
+    assert verdict.cause == "too-large"
+    assert "gpu-spare-1 with 1" in verdict.action and "DeviceClass" not in verdict.action

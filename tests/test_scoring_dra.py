@@ -20,6 +20,7 @@ from scoring.dra import (
     NO_DEVICE,
     TOO_LARGE,
     UNEVALUATED,
+    ClaimSet,
     Inventory,
 )
 from triage.config import DEFAULT_GPU_DRIVERS
@@ -278,3 +279,63 @@ def test_gpu_classes_follow_the_configured_drivers(drivers: tuple[str, ...],
     inventory = Inventory([*DRA, nic], drivers)
     assert inventory.is_gpu_class("nic") is expected
     assert inventory.is_gpu_class("gpu.nvidia.com") is not expected
+
+
+# -- extended resources backed by DRA -------------------------------------------------------
+
+def _class(name: str, created: str, extended: str | None = None) -> dict[str, Any]:
+    device_class = copy.deepcopy(_find("DeviceClass", "", "gpu.nvidia.com"))
+    device_class["metadata"].update(name=name, creationTimestamp=created)
+    if extended is not None:
+        device_class["spec"]["extendedResourceName"] = extended
+    return device_class
+
+
+@pytest.mark.parametrize(("classes", "resource", "expected"), [
+    ([], "nvidia.com/gpu", None),  # the recorded class names no extended resource
+    ([("a.example.com", "2026-12-01T09:00:00Z", "nvidia.com/gpu")], "nvidia.com/gpu",
+     "a.example.com"),
+    ([("old.example.com", "2026-12-01T09:00:00Z", "nvidia.com/gpu"),
+      ("new.example.com", "2026-12-01T10:00:00Z", "nvidia.com/gpu")], "nvidia.com/gpu",
+     "new.example.com"),  # the newest class wins
+    ([("b.example.com", "2026-12-01T09:00:00Z", "nvidia.com/gpu"),
+      ("a.example.com", "2026-12-01T09:00:00Z", "nvidia.com/gpu")], "nvidia.com/gpu",
+     "a.example.com"),  # created together: the first by name
+    ([], "deviceclass.resource.kubernetes.io/gpu.nvidia.com", "gpu.nvidia.com"),  # implicit
+    ([], "deviceclass.resource.kubernetes.io/mig.nvidia.com", None),  # no such class
+    ([("a.example.com", "2026-12-01T09:00:00Z", "amd.com/gpu")], "nvidia.com/gpu", None),
+])
+def test_the_class_serving_an_extended_resource(classes: list[tuple[str, str, str]],
+                                                resource: str, expected: str | None) -> None:
+    inventory = Inventory([*DRA, *(_class(*c) for c in classes)], DEFAULT_GPU_DRIVERS)
+    assert inventory.extended_class(resource) == expected
+
+
+def _extended_set() -> ClaimSet:
+    inventory = Inventory([*DRA, _class("dp.example.com", "2026-12-01T09:00:00Z",
+                                        "nvidia.com/gpu")], DEFAULT_GPU_DRIVERS)
+    pod = _pod("serving", "legacy-gpu")
+    return ClaimSet(inventory, [], inventory.extended_claims(pod, {"nvidia.com/gpu": 2}))
+
+
+def test_dra_serves_an_extended_resource_only_where_allocatable_lacks_it() -> None:
+    nodes = copy.deepcopy(NODES)
+    plugin = nodes["dra-a100-2"]  # a device plugin also reports 4 there
+    for section in ("capacity", "allocatable"):
+        plugin["status"][section]["nvidia.com/gpu"] = "4"
+    broken = nodes["gpu-spare-1"]  # registered, offers none, publishes no slice
+    broken["status"]["capacity"]["nvidia.com/gpu"] = "2"
+    broken["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    republished = nodes["dra-a100-1"]  # registered, offers none, but publishes a slice
+    republished["status"]["capacity"]["nvidia.com/gpu"] = "4"
+    republished["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    claims = _extended_set()
+    served = {name: claims.serves(node, "nvidia.com/gpu") for name, node in nodes.items()}
+    assert served == {"dra-a100-1": True, "dra-a100-2": False, "dra-l4-1": True,
+                      "gpu-spare-1": False, "cpu-1": True}
+    assert claims.serves(nodes["dra-l4-1"], "amd.com/gpu") is False  # no class serves it
+    # where DRA serves it, the pod's 2 GPUs are a claim on the node's devices
+    assert claims.fit(nodes["dra-a100-1"]).stage == EXHAUSTED  # holder-a and holder-b
+    assert claims.fit(nodes["dra-l4-1"]).stage is None
+    assert claims.fit(nodes["cpu-1"]).stage == NO_DEVICE
+    assert claims.fit(nodes["dra-a100-2"]).requests == []  # the device plugin's node

@@ -19,6 +19,7 @@ from triage.errors import ClusterError
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "scenarios"
 DRA = FIXTURES / "dra-basics"
 SEVEN = FIXTURES / "seven-states"
+EXTENDED = FIXTURES.parent / "scenarios-extra" / "dra-extended"
 DRA_GROUP = "resource.k8s.io/v1"
 
 
@@ -60,9 +61,61 @@ def test_a_cached_dra_triage_reads_only_classes_and_templates(api: FakeKubeAPI,
     assert dra_reads == ["/apis/resource.k8s.io/v1/deviceclasses",
                          "/apis/resource.k8s.io/v1/namespaces/serving/resourceclaimtemplates"]
     before = api.mark()
-    cache.triage(ref_of("serving/legacy-gpu"))  # no claims: slices from memory, nothing more
-    assert not [r for r in api.requests[before:] if "resource.k8s.io" in r.path
-                and r.query.get("watch") not in ("1", "true")]
+    # no claims, but nvidia.com/gpu in limits: the DeviceClasses say whether one serves it
+    # through DRA (none does here); claims and slices come from memory
+    cache.triage(ref_of("serving/legacy-gpu"))
+    assert _dra_reads(api, before) == ["/apis/resource.k8s.io/v1/deviceclasses"]
+
+
+def _dra_reads(api: FakeKubeAPI, since: int) -> list[str]:
+    return sorted(r.path for r in api.requests[since:] if "resource.k8s.io" in r.path
+                  and r.query.get("watch") not in ("1", "true"))
+
+
+@pytest.fixture
+def extended_api() -> Iterator[FakeKubeAPI]:
+    with FakeKubeAPI(EXTENDED, bookmark_interval=0.05) as server:
+        yield server
+
+
+def test_an_extended_resource_pod_reads_classes_claims_and_slices_cold(
+        extended_api: FakeKubeAPI, tmp_path: Path) -> None:
+    live = LiveSource(kubeconfig=_kubeconfig(extended_api, tmp_path))
+    before = extended_api.mark()
+    assert live.triage(ref_of("serving/ext-a100b")).cause == "exhausted"
+    assert _dra_reads(extended_api, before) == [
+        "/apis/resource.k8s.io/v1/deviceclasses", "/apis/resource.k8s.io/v1/resourceclaims",
+        "/apis/resource.k8s.io/v1/resourceslices"]
+
+
+def test_a_cached_extended_resource_triage_reads_only_the_classes(
+        extended_api: FakeKubeAPI, tmp_path: Path) -> None:
+    cache = watch_source(extended_api, tmp_path).start()
+    try:
+        assert cache.wait_ready(5)
+        before = extended_api.mark()
+        assert cache.triage(ref_of("serving/ext-a100b")).cause == "exhausted"
+        assert _dra_reads(extended_api, before) == ["/apis/resource.k8s.io/v1/deviceclasses"]
+        # legacy-runner leaves: its claim goes with it, and dra-a100-2 has 3 devices free
+        extended_api.delete("ResourceClaim", "vision", "legacy-runner-extended-resources-7k2lq")
+        extended_api.delete("Pod", "vision", "legacy-runner")
+
+        def freed() -> bool:
+            verdict = cache.triage(ref_of("serving/ext-a100b"))
+            return {n.name: n.outcome for n in verdict.nodes}.get("dra-a100-2") == "fit"
+        eventually(freed)
+    finally:
+        cache.stop()
+
+
+def test_a_refused_class_read_is_noted_and_the_device_plugin_view_stands(
+        extended_api: FakeKubeAPI, tmp_path: Path) -> None:
+    live = LiveSource(kubeconfig=_kubeconfig(extended_api, tmp_path))
+    extended_api.inject("status", "/deviceclasses$", status=forbidden_status(
+        "list", "deviceclasses", group="resource.k8s.io"))
+    verdict = live.triage(ref_of("serving/ext-a100b"))
+    assert verdict.cause == "no-gpu-node"  # without the classes, nothing says DRA serves it
+    assert verdict.error is not None and "cannot list deviceclasses" in verdict.error
 
 
 def test_the_cache_follows_claims_being_released(api: FakeKubeAPI, cache: WatchSource) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scoring.dra import ClaimSet
+from scoring.dra import IMPLICIT_EXTENDED_PREFIX, ClaimSet, serves_extended
 from scoring.hami import hami_request
 from triage import admission
 from triage.classify.pipeline import run_pipeline
@@ -14,7 +14,7 @@ from triage.classify.report import assemble
 from triage.classify.subject import Finding, Subject, When
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.objects import K8sObject, is_terminated, object_key
-from triage.pods import gpu_requests
+from triage.pods import all_containers, container_resources, effective_request, gpu_requests
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
 from triage.verdict import Verdict
@@ -105,10 +105,10 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
     namespace, name = object_key(pod)
     spec = dict(pod.get("spec") or {})
     events = _own_events(pod, snapshot.events_for("Pod", namespace, name))
+    gpu = {r: n for r, n in gpu_requests(spec, config).items() if n > 0}
     return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
-                   spec=spec, events=events,
-                   gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0},
-                   hami=hami_request(pod), dra=_claim_set(snapshot, config, namespace, spec, pod))
+                   spec=spec, events=events, gpu=gpu, hami=hami_request(pod),
+                   dra=_claim_set(snapshot, config, namespace, spec, pod, gpu))
 
 
 def _own_events(pod: K8sObject, events: list[K8sObject]) -> list[K8sObject]:
@@ -131,10 +131,26 @@ def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
 
 
 def _claim_set(snapshot: Snapshot, config: TriageConfig, namespace: str,
-               spec: Mapping[str, Any], pod: K8sObject | None = None) -> ClaimSet | None:
-    """The claims of a pod, or of a pod template (a workload whose pods do not exist)."""
-    if not spec.get("resourceClaims"):
+               spec: Mapping[str, Any], pod: K8sObject | None = None,
+               gpu: Mapping[str, int] | None = None) -> ClaimSet | None:
+    """The claims of a pod, or of a pod template (a workload whose pods do not exist); for a
+    pending pod, also the claims kube-scheduler would make for GPU limits a DeviceClass
+    serves (extended resources backed by DRA). None when DRA has no part in the answer."""
+    status = (pod or {}).get("status") or {}
+    asks = _extended_asks(spec, gpu or {}) if pod is not None and not spec.get("nodeName") else {}
+    served = serves_extended(snapshot.dra, asks)
+    if not (spec.get("resourceClaims") or status.get("extendedResourceClaimStatus") or served):
         return None
     inventory = snapshot.dra_inventory(config.gpu_drivers)
     return ClaimSet(inventory, inventory.pod_claims(pod) if pod is not None
-                    else inventory.template_claims(namespace, spec))
+                    else inventory.template_claims(namespace, spec),
+                    inventory.extended_claims(pod, asks) if pod is not None and served else {})
+
+
+def _extended_asks(spec: Mapping[str, Any], gpu: Mapping[str, int]) -> dict[str, int]:
+    """The extended resources a DeviceClass might serve: the pod's GPU resources, and any
+    ``deviceclass.resource.kubernetes.io/<class>`` it asks for by the class's own name."""
+    implicit = {name for c in all_containers(spec) for name in container_resources(c)
+                if name.startswith(IMPLICIT_EXTENDED_PREFIX)}
+    return {**gpu, **{name: count for name in sorted(implicit)
+                      if (count := int(effective_request(spec, name))) > 0}}

@@ -40,6 +40,7 @@ from typing import Any
 
 from kubernetes.client import ApiClient
 
+from scoring.dra import serves_extended
 from triage.admission import ordinal_base
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import slim_nodes, slim_pods
@@ -62,6 +63,7 @@ from triage.cluster.reader import (
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.objects import K8sObject, object_key
+from triage.pods import all_containers
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339
 
@@ -253,10 +255,32 @@ def ref_policy(reader: ClusterReader, found: RefObjects, namespace: str, page_si
 
 
 def asks_dra(found: RefObjects) -> bool:
-    """Some pod (or pod template) of the ref names ResourceClaims."""
+    """Some pod (or pod template) of the ref names ResourceClaims, or holds devices through
+    the claim kube-scheduler made for its extended resources."""
     specs = [p.get("spec") or {} for p in found.pods] + [
         ((w.get("spec") or {}).get("template") or {}).get("spec") or {} for w in found.workloads]
-    return any(spec.get("resourceClaims") for spec in specs)
+    return any(spec.get("resourceClaims") for spec in specs) or any(
+        (p.get("status") or {}).get("extendedResourceClaimStatus") for p in found.pods)
+
+
+def extended_asks(found: RefObjects) -> set[str]:
+    """The extended resources (domain-prefixed names) the ref's pending pods ask for: a
+    DeviceClass may serve them through DRA."""
+    return {name for pod in found.pods if not (spec := pod.get("spec") or {}).get("nodeName")
+            for container in all_containers(spec)
+            for section in ("limits", "requests")
+            for name in ((container.get("resources") or {}).get(section) or {})
+            if "/" in name}
+
+
+def read_extended_classes(reader: ClusterReader, found: RefObjects, publishes: bool,
+                          page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """The DeviceClasses, for a pending pod asking an extended resource on a cluster that
+    publishes ResourceSlices (``publishes``): a class may serve that resource through DRA."""
+    if not publishes or not extended_asks(found):
+        return []
+    return _optional(found.problems, lambda: (served(reader, DEVICE_CLASSES,
+                                                     page_size=page_size), ""))
 
 
 def served(reader: ClusterReader, resource: Resource, namespace: str = "",
@@ -287,8 +311,15 @@ def read_dra(reader: ClusterReader, found: RefObjects, namespace: str,
         return [*read_dra_policy(reader, namespace, page_size),
                 *served(reader, RESOURCE_CLAIMS, page_size=page_size),
                 *served(reader, RESOURCE_SLICES, page_size=page_size)]
-    return _optional(found.problems, lambda: (served(reader, RESOURCE_SLICES,
-                                                     page_size=page_size), ""))
+    slices = _optional(found.problems, lambda: (served(reader, RESOURCE_SLICES,
+                                                       page_size=page_size), ""))
+    classes = read_extended_classes(reader, found, bool(slices), page_size)
+    if not serves_extended(classes, extended_asks(found)):
+        return [*classes, *slices]
+    # the devices the pod's extended resources would get: other claims hold some
+    claims = _optional(found.problems, lambda: (served(reader, RESOURCE_CLAIMS,
+                                                       page_size=page_size), ""))
+    return [*classes, *claims, *slices]
 
 
 def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_PAGE_SIZE,

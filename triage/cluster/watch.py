@@ -26,6 +26,7 @@ from triage.cluster.read import (
     asks_dra,
     merge_pods,
     read_dra_policy,
+    read_extended_classes,
     read_ref_objects,
     ref_policy,
 )
@@ -529,14 +530,17 @@ class WatchCache:
         found = read_ref_objects(self.reader, ref, self.page_size)
         quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
         by_node, requested = self.pods.by_node_view()
-        # DeviceClasses and claim templates are read per triage, and only for a DRA pod.
-        policy = read_dra_policy(self.reader, ref.namespace, self.page_size) if asks_dra(
-            found) else []
+        # DeviceClasses and claim templates are read per triage: for a DRA pod, and the
+        # classes for a pod asking an extended resource a class may serve through DRA.
+        slices = self.slices.view()
+        policy = (read_dra_policy(self.reader, ref.namespace, self.page_size)
+                  if asks_dra(found) else
+                  read_extended_classes(self.reader, found, bool(slices), self.page_size))
         nodes, node_rows = self.nodes.view()
         return IndexedSnapshot(
             nodes=nodes, node_rows=node_rows, pods=found.pods, events=found.events,
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
-            dra=[*policy, *self.claims.view(), *self.slices.view()],
+            dra=[*policy, *self.claims.view(), *slices],
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
             read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node,

@@ -16,6 +16,7 @@ from scoring.dra import (
     CLAIM_ELSEWHERE,
     DEVICE_UNFIT,
     EXHAUSTED,
+    IMPLICIT_EXTENDED_PREFIX,
     NO_DEVICE,
     TOO_LARGE,
     UNEVALUATED,
@@ -65,7 +66,7 @@ def _failing(subject: Subject, dropped: Dropped, stage: str) -> list[tuple[NodeI
 
 def _claim_of(subject: Subject, request: Request) -> PodClaim | None:
     assert subject.dra is not None
-    return next((c for c in subject.dra.claims if request in c.requests), None)
+    return next((c for c in subject.dra.all_claims if request in c.requests), None)
 
 
 def _source(subject: Subject, request: Request) -> str:
@@ -92,6 +93,15 @@ def _request_field(outcome: RequestOutcome, leaf: str) -> str:
 
 def _request_evidence(subject: Subject, outcome: RequestOutcome, leaf: str,
                       value: str) -> Evidence:
+    claim = _claim_of(subject, outcome.request)
+    if claim is not None and claim.extended_resource is not None:
+        asked = outcome.alternative or outcome.request.alternatives[0]
+        how = ("its implicit extended resource name"
+               if claim.extended_resource.startswith(IMPLICIT_EXTENDED_PREFIX)
+               else "spec.extendedResourceName")
+        return Evidence(f"Pod {subject.label}",
+                        f"effective request {claim.extended_resource}",
+                        f"{asked.count}, served through DeviceClass {asked.device_class} ({how})")
     source = _source(subject, outcome.request).split(" (from", 1)[0]
     prefix = "spec." if source.startswith("ResourceClaimTemplate") else ""
     return Evidence(source, prefix + _request_field(outcome, leaf), value)
@@ -153,10 +163,15 @@ def explain_dra_no_device(subject: Subject, dropped: Dropped) -> Finding:
         evidence.append(_request_evidence(subject, outcome, "deviceClassName",
                                           outcome.alternative.device_class
                                           if outcome.alternative else wanted))
+    extended = sorted({c.extended_resource for _, o in failing
+                       if (c := _claim_of(subject, o.request)) and c.extended_resource})
+    served = (f" The pod's {', '.join(extended)} limit is served through DeviceClass "
+              f"{wanted}, and no device plugin reports {', '.join(extended)} there either."
+              if extended else "")
     return Finding(Cause.NO_GPU_NODE,
                    f"no matching node publishes a {wanted} device in its ResourceSlices: "
-                   f"{'; '.join(parts[:5])}. The DRA driver is not running there (or publishes "
-                   f"nothing): restore the DRA driver's kubelet plugin on "
+                   f"{'; '.join(parts[:5])}.{served} The DRA driver is not running there (or "
+                   f"publishes nothing): restore the DRA driver's kubelet plugin on "
                    f"{', '.join(n.name for n, _ in dropped[:5])}.", evidence)
 
 
@@ -213,8 +228,9 @@ def explain_dra_exhausted(subject: Subject, dropped: Dropped) -> Finding:
         held = " and ".join(
             f"claim {claim} (pod {', '.join(owners[claim]) or 'none reserved'}, "
             f"{','.join(names)})" for claim, names in holders.items())
-        per_node.append(f"{node.name}: its {len(outcome.matching)} matching device(s) "
-                        f"({_asked(outcome)}) are allocated to {held}")
+        taken = len({device.key for device, _ in outcome.holders})
+        per_node.append(f"{node.name}: {taken}/{len(outcome.matching)} matching device(s) "
+                        f"allocated, to {held}; it needs {_asked(outcome)}")
         evidence += [Evidence(f"ResourceClaim {claim}", "status.allocation.devices.results",
                               f"{','.join(names)} on {node.name}; reservedFor "
                               f"{', '.join(owners[claim]) or 'nobody'}")

@@ -17,7 +17,7 @@ def check_no_gpu_request(subject: Subject) -> Finding | None:
     claims = resource_claims(subject.spec)
     if claims:
         assert subject.dra is not None
-        classes = sorted({a.device_class for c in subject.dra.claims for r in c.requests
+        classes = sorted({a.device_class for c in subject.dra.all_claims for r in c.requests
                           for a in r.alternatives})
         where += (f" Its claims ({', '.join(claims)}) ask for {', '.join(classes) or 'no device'}"
                   f", not a GPU class (drivers {', '.join(subject.config.gpu_drivers)}).")
