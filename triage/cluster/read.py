@@ -263,7 +263,7 @@ def asks_dra(found: RefObjects) -> bool:
         (p.get("status") or {}).get("extendedResourceClaimStatus") for p in found.pods)
 
 
-def extended_asks(found: RefObjects) -> set[str]:
+def extended_names(found: RefObjects) -> set[str]:
     """The extended resources (domain-prefixed names) the ref's pending pods ask for: a
     DeviceClass may serve them through DRA."""
     return {name for pod in found.pods if not (spec := pod.get("spec") or {}).get("nodeName")
@@ -277,7 +277,7 @@ def read_extended_classes(reader: ClusterReader, found: RefObjects, publishes: b
                           page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
     """The DeviceClasses, for a pending pod asking an extended resource on a cluster that
     publishes ResourceSlices (``publishes``): a class may serve that resource through DRA."""
-    if not publishes or not extended_asks(found):
+    if not publishes or not extended_names(found):
         return []
     return _optional(found.problems, lambda: (served(reader, DEVICE_CLASSES,
                                                      page_size=page_size), ""))
@@ -314,7 +314,7 @@ def read_dra(reader: ClusterReader, found: RefObjects, namespace: str,
     slices = _optional(found.problems, lambda: (served(reader, RESOURCE_SLICES,
                                                        page_size=page_size), ""))
     classes = read_extended_classes(reader, found, bool(slices), page_size)
-    if not serves_extended(classes, extended_asks(found)):
+    if not serves_extended(classes, extended_names(found)):
         return [*classes, *slices]
     # the devices the pod's extended resources would get: other claims hold some
     claims = _optional(found.problems, lambda: (served(reader, RESOURCE_CLAIMS,
