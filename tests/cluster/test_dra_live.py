@@ -99,11 +99,7 @@ def test_a_cached_extended_resource_triage_reads_only_the_classes(
         # legacy-runner leaves: its claim goes with it, and dra-a100-2 has 3 devices free
         extended_api.delete("ResourceClaim", "vision", "legacy-runner-extended-resources-7k2lq")
         extended_api.delete("Pod", "vision", "legacy-runner")
-
-        def freed() -> bool:
-            verdict = cache.triage(ref_of("serving/ext-a100b"))
-            return {n.name: n.outcome for n in verdict.nodes}.get("dra-a100-2") == "fit"
-        eventually(freed)
+        _eventually_fits(cache, "serving/ext-a100b", "dra-a100-2")
     finally:
         cache.stop()
 
@@ -124,11 +120,15 @@ def test_the_cache_follows_claims_being_released(api: FakeKubeAPI, cache: WatchS
         api.delete("ResourceClaim", "vision", holder)
     api.delete("Pod", "vision", "holder-a")
     api.delete("Pod", "vision", "holder-b")
+    _eventually_fits(cache, "vision/pinned-a", "dra-a100-1")
 
-    def freed() -> bool:
-        verdict = cache.triage(ref_of("vision/pinned-a"))
-        return {n.name: n.outcome for n in verdict.nodes}.get("dra-a100-1") == "fit"
-    eventually(freed)
+
+def _eventually_fits(cache: WatchSource, ref: str, node: str) -> None:
+    """The cache catches up with released claims: the pod fits the node they were on."""
+    def fits() -> bool:
+        verdict = cache.triage(ref_of(ref))
+        return {n.name: n.outcome for n in verdict.nodes}.get(node) == "fit"
+    eventually(fits)
 
 
 def test_the_cache_follows_a_slice_published_later(api: FakeKubeAPI, cache: WatchSource) -> None:
