@@ -445,6 +445,37 @@ def test_node_affinity_terms_are_ored(seven_states: Lists) -> None:
     assert answer(seven_states, "research/wrong-pool").cause != "selector-mismatch"
 
 
+def test_a_pin_to_a_deleted_node_says_so_instead_of_asking_for_a_label(
+        seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "wrong-pool", "research")
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-a100-9"}  # removed node
+    verdict = answer(seven_states, "research/wrong-pool")
+    assert verdict.cause == "selector-mismatch"
+    assert verdict.action.startswith(
+        "nodeSelector kubernetes.io/hostname=gpu-a100-9 pins the pod to node gpu-a100-9, and no "
+        "node of that name is in the cluster")
+    assert "kubelet's own label" in verdict.action and "label a node" not in verdict.action
+
+
+def test_a_pin_to_a_node_that_exists_is_an_ordinary_mismatch(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "wrong-pool", "research")
+    pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-a100-1", "pool": "h200"}
+    verdict = answer(seven_states, "research/wrong-pool")
+    assert verdict.cause == "selector-mismatch" and "pins the pod" not in verdict.action
+    assert "Values present: " in verdict.action
+
+
+def test_required_affinity_names_what_fails_on_a_node(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "wrong-pool", "research")
+    del pod["spec"]["nodeSelector"]
+    pod["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                                {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "pool", "operator": "In", "values": ["h200"]}]}]}}}
+    verdict = answer(seven_states, "research/wrong-pool")
+    assert verdict.action.startswith("required node affinity matches none of the 6 nodes. On ")
+    assert ": unmatched pool In (h200)." in verdict.action
+
+
 # -- exhausted vs too-large, and what fits ------------------------------------------------
 
 def test_too_large_checked_before_exhausted(seven_states: Lists) -> None:

@@ -32,24 +32,65 @@ def _unmatched(failed: list[str]) -> str | None:
 
 def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
     wanted = selector_text(subject.spec)
+    evidence = [Evidence(f"Pod {subject.label}", "spec.nodeSelector / affinity", wanted),
+                *[Evidence(f"Node/{n.name}", "metadata.labels", why) for n, why in dropped[:5]]]
+    missing, by_label = _missing_pins(subject.spec, dropped)
+    if missing:
+        label = (f"; {HOSTNAME} is the kubelet's own label, not one to put on another node"
+                 if by_label else "")
+        return Finding(Cause.SELECTOR_MISMATCH,
+                       f"{wanted} pins the pod to {_nodes(missing)}, and no node of "
+                       f"{'that name' if len(missing) == 1 else 'those names'} is in the cluster "
+                       "(removed, or renamed). Point the pod at a node that exists, or drop the "
+                       f"pin{label}.", evidence)
     keys = {k for k in (subject.spec.get("nodeSelector") or {})}
     # by the selector's keys: a node has dozens of labels
     seen = {f"{k}={node.labels[k]}" for node, _ in dropped for k in keys if k in node.labels}
     values = f" Values present: {', '.join(sorted(seen))}." if seen else (
         f" No node has the label{'s' if len(keys) > 1 else ''} at all." if keys else "")
+    if subject.affinity_terms is not None and dropped:  # which requirement fails, on one node
+        values += f" On {dropped[0][0].name}: {dropped[0][1]}."
     return Finding(Cause.SELECTOR_MISMATCH,
                    f"{wanted} matches none of the {len(dropped)} nodes.{values} Fix the selector, "
-                   "or label a node that should run it.",
-                   [Evidence(f"Pod {subject.label}", "spec.nodeSelector / affinity", wanted),
-                    *[Evidence(f"Node/{n.name}", "metadata.labels", why)
-                      for n, why in dropped[:5]]])
+                   "or label a node that should run it.", evidence)
+
+
+HOSTNAME = "kubernetes.io/hostname"
+
+
+def _missing_pins(spec: Mapping[str, Any], dropped: Dropped) -> tuple[list[str], bool]:
+    """Node names the selection pins the pod to (kubernetes.io/hostname, or matchFields
+    metadata.name; a DaemonSet's pods are pinned so) that no node has: a deleted node. And
+    whether a pin is the hostname label."""
+    pinned = {str(host): True} if (host := (spec.get("nodeSelector") or {}).get(HOSTNAME)) else {}
+    for term in _required_terms(spec):
+        for requirement in (*(term.get("matchExpressions") or ()),
+                            *(term.get("matchFields") or ())):
+            if (requirement.get("key") in (HOSTNAME, "metadata.name")
+                    and requirement.get("operator") == "In"):
+                for value in requirement.get("values") or []:
+                    pinned[str(value)] = pinned.get(str(value), False) or (
+                        requirement.get("key") == HOSTNAME)
+    present = {node.name for node, _ in dropped} | {
+        node.labels[HOSTNAME] for node, _ in dropped if HOSTNAME in node.labels}
+    missing = [name for name in pinned if name not in present]
+    return missing, any(pinned[name] for name in missing)
+
+
+def _nodes(names: list[str]) -> str:
+    return f"node{'s' if len(names) > 1 else ''} {', '.join(names)}"
+
+
+def _required_terms(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    terms: list[Mapping[str, Any]] = ((((spec.get("affinity") or {}).get("nodeAffinity") or {})
+                                       .get("requiredDuringSchedulingIgnoredDuringExecution")
+                                       or {}).get("nodeSelectorTerms") or [])
+    return terms
 
 
 def selector_text(spec: Mapping[str, Any]) -> str:
     parts = [f"{k}={v}" for k, v in (spec.get("nodeSelector") or {}).items()]
-    terms = ((((spec.get("affinity") or {}).get("nodeAffinity") or {})
-              .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-             .get("nodeSelectorTerms") or [])
-    if terms:
-        parts.append("required node affinity")
-    return "nodeSelector " + " + ".join(parts) if parts else "the node selection"
+    text = "nodeSelector " + " + ".join(parts) if parts else ""
+    if _required_terms(spec):
+        text = f"{text} + required node affinity" if text else "required node affinity"
+    return text or "the node selection"
