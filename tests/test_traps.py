@@ -155,6 +155,16 @@ def test_init_container_request_decides_too_large(seven_states: Lists) -> None:
 
 # -- GPU resource names are configurable -------------------------------------------------
 
+def test_a_gpu_limit_of_zero_is_no_gpu_request_and_says_so(seven_states: Lists) -> None:
+    pod = find(seven_states["pods"], "full", "research")
+    _set_gpu(pod["spec"]["containers"][0], "nvidia.com/gpu", "0")
+    verdict = answer(seven_states, "research/full")
+    assert verdict.cause == "no-gpu-request"
+    assert "name nvidia.com/gpu only with 0, which asks for none" in verdict.action
+    assert (verdict.evidence[0].field, verdict.evidence[0].value) == (
+        "spec.containers[*].resources.limits", "nvidia.com/gpu: 0")
+
+
 def test_amd_gpu_request_is_a_gpu_request(seven_states: Lists) -> None:
     pod = find(seven_states["pods"], "no-plugin", "research")
     _set_gpu(pod["spec"]["containers"][0], "amd.com/gpu", "1")

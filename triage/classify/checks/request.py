@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from triage.classify.subject import Finding, Subject
-from triage.pods import gpu_related_resources, resource_claims
+from triage.pods import all_containers, container_resources, gpu_related_resources, resource_claims
 from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
@@ -14,6 +14,11 @@ def check_no_gpu_request(subject: Subject) -> Finding | None:
             subject.dra is not None and subject.dra.asks_gpu):
         return None
     where = f" It is bound to {subject.spec['nodeName']}." if subject.spec.get("nodeName") else ""
+    # named, but only at 0: that asks for nothing
+    zero = sorted({name for c in all_containers(subject.spec) for name in container_resources(c)
+                   if subject.config.is_gpu_related(name)})
+    reason = (f"its containers name {', '.join(zero)} only with 0, which asks for none" if zero
+              else "no container (init containers included) has a GPU in resources.limits")
     claims = resource_claims(subject.spec)
     if claims:
         assert subject.dra is not None
@@ -22,8 +27,8 @@ def check_no_gpu_request(subject: Subject) -> Finding | None:
         where += (f" Its claims ({', '.join(claims)}) ask for {', '.join(classes) or 'no device'}"
                   f", not a GPU class (drivers {', '.join(subject.config.gpu_drivers)}).")
     return Finding(Cause.NO_GPU_REQUEST,
-                   f"{subject.label} asks for no GPU: no container (init containers included) "
-                   f"has a GPU in resources.limits.{where} Add `limits: nvidia.com/gpu: N` to "
-                   "the container that needs it.",
+                   f"{subject.label} asks for no GPU: {reason}.{where} Add "
+                   "`limits: nvidia.com/gpu: N` to the container that needs it.",
                    [Evidence(f"Pod {subject.label}", "spec.containers[*].resources.limits",
+                             ", ".join(f"{name}: 0" for name in zero) if zero else
                              "no GPU resource (" + ", ".join(subject.config.gpu_resources) + ")")])
