@@ -6,8 +6,6 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
 from triage.nodetable import NodeInfo
@@ -17,13 +15,14 @@ from triage.verdict import Evidence
 from triage.vocabulary import CAUSE_ORDER, Cause
 
 
-def _by_device_plugin(subject: Subject, node: NodeInfo) -> Mapping[str, int]:
-    """The pod's GPU requests a device plugin must meet on this node: not those a
-    DeviceClass serves there through DRA (the DRA filters judge them)."""
+def _by_device_plugin(subject: Subject, node: NodeInfo, resources: list[str]) -> list[str]:
+    """Of the pod's GPU resources short on this node, those a device plugin must meet: not
+    those a DeviceClass serves there through DRA (the DRA filters judge them). Asked only
+    of a node already short, so the funnel's common path pays nothing for it."""
     dra = subject.dra
-    if dra is None or not dra.extended:
-        return subject.gpu
-    return {r: n for r, n in subject.gpu.items() if not dra.serves(node.raw, r)}
+    if not resources or dra is None or not dra.extended:
+        return resources
+    return [r for r in resources if not dra.serves(node.raw, r)]
 
 
 def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
@@ -31,7 +30,7 @@ def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
     capacity = node.capacity
     if all(map(capacity.get, subject.gpu)):  # every node is asked: no Python-level loop
         return None
-    missing = [r for r in _by_device_plugin(subject, node) if not capacity.get(r)]
+    missing = _by_device_plugin(subject, node, [r for r in subject.gpu if not capacity.get(r)])
     return f"no {', '.join(missing)} in status.capacity" if missing else None
 
 
@@ -61,7 +60,7 @@ def drop_allocatable_zero(subject: Subject, node: NodeInfo) -> str | None:
     allocatable = node.allocatable
     if all(map(allocatable.get, subject.gpu)):
         return None
-    zero = [r for r in _by_device_plugin(subject, node) if not allocatable.get(r)]
+    zero = _by_device_plugin(subject, node, [r for r in subject.gpu if not allocatable.get(r)])
     return ", ".join(f"{r} capacity {node.capacity.get(r)}, allocatable 0" for r in zero) or None
 
 
@@ -75,10 +74,11 @@ def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
-    allocatable = node.allocatable
-    short = [f"{r} allocatable {allocatable.get(r, 0)} < request {n}"
-             for r, n in _by_device_plugin(subject, node).items() if allocatable.get(r, 0) < n]
-    return ", ".join(short) if short else None
+    allocatable, gpu = node.allocatable, subject.gpu
+    short = _by_device_plugin(subject, node, [r for r, n in gpu.items()
+                                              if allocatable.get(r, 0) < n])
+    return ", ".join(f"{r} allocatable {allocatable.get(r, 0)} < request {gpu[r]}"
+                     for r in short) or None
 
 
 def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
@@ -108,11 +108,11 @@ def _allocatable(subject: Subject, name: str, resource: str) -> int:
 
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
-    free_gpus = subject.snapshot.free_gpus
-    short = [f"{(allocatable := node.allocatable.get(resource, 0)) - free}/{allocatable} "
-             f"{resource} held" for resource, request in _by_device_plugin(subject, node).items()
-             if (free := free_gpus(node, resource)) < request]
-    return "; ".join(short) if short else None
+    free_gpus, allocatable = subject.snapshot.free_gpus, node.allocatable
+    short = _by_device_plugin(subject, node, [r for r, n in subject.gpu.items()
+                                              if free_gpus(node, r) < n])
+    return "; ".join(f"{allocatable.get(r, 0) - free_gpus(node, r)}/{allocatable.get(r, 0)} "
+                     f"{r} held" for r in short) or None
 
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:
