@@ -75,10 +75,10 @@ def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
 
 def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
     allocatable, gpu = node.allocatable, subject.gpu
-    short = _by_device_plugin(subject, node, [r for r, n in gpu.items()
-                                              if allocatable.get(r, 0) < n])
-    return ", ".join(f"{r} allocatable {allocatable.get(r, 0)} < request {gpu[r]}"
-                     for r in short) or None
+    short = [r for r, n in gpu.items() if allocatable.get(r, 0) < n]
+    if not short or not (short := _by_device_plugin(subject, node, short)):
+        return None  # most nodes: enough, asked nothing more
+    return ", ".join(f"{r} allocatable {allocatable.get(r, 0)} < request {gpu[r]}" for r in short)
 
 
 def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
@@ -108,11 +108,13 @@ def _allocatable(subject: Subject, name: str, resource: str) -> int:
 
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
-    free_gpus, allocatable = subject.snapshot.free_gpus, node.allocatable
-    short = _by_device_plugin(subject, node, [r for r, n in subject.gpu.items()
-                                              if free_gpus(node, r) < n])
-    return "; ".join(f"{allocatable.get(r, 0) - free_gpus(node, r)}/{allocatable.get(r, 0)} "
-                     f"{r} held" for r in short) or None
+    free_gpus = subject.snapshot.free_gpus
+    short = {r: free for r, n in subject.gpu.items() if (free := free_gpus(node, r)) < n}
+    if not short or not (held := _by_device_plugin(subject, node, list(short))):
+        return None
+    allocatable = node.allocatable
+    return "; ".join(f"{allocatable.get(r, 0) - short[r]}/{allocatable.get(r, 0)} {r} held"
+                     for r in held)
 
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:

@@ -71,6 +71,8 @@ def _missing_pins(spec: Mapping[str, Any], dropped: Dropped) -> tuple[list[str],
                 for value in requirement.get("values") or []:
                     pinned[str(value)] = pinned.get(str(value), False) or (
                         requirement.get("key") == HOSTNAME)
+    if not pinned:
+        return [], False
     present = {node.name for node, _ in dropped} | {
         node.labels[HOSTNAME] for node, _ in dropped if HOSTNAME in node.labels}
     missing = [name for name in pinned if name not in present]
