@@ -42,6 +42,51 @@ def test_bound_pod_still_pending_is_scheduled(seven_states: Lists) -> None:
     assert answer(seven_states, "research/ok").cause == "scheduled"
 
 
+def _container_state(lists: Lists, phase: str, state: dict[str, Any],
+                     last: dict[str, Any] | None = None, restarts: int = 0) -> None:
+    """research/ok's container as the kubelet reports one it cannot run well."""
+    pod = find(lists["pods"], "ok", "research")
+    pod["status"]["phase"] = phase
+    container = pod["status"]["containerStatuses"][0]
+    container.update(state=state, lastState=last or {}, restartCount=restarts, ready=False,
+                     started=False)
+
+
+@pytest.mark.parametrize(("phase", "state", "last", "restarts", "says"), [
+    ("Pending", {"waiting": {"reason": "ImagePullBackOff", "message":
+                             'Back-off pulling image "nvcr.io/nvidia/pytorch:24.05-py3x"'}},
+     None, 0, "container train cannot pull its image (ImagePullBackOff): fix the image name "
+              "or tag, or the pull secret."),
+    ("Pending", {"waiting": {"reason": "CreateContainerConfigError",
+                             "message": 'secret "hf-token" not found'}}, None, 0,
+     'container train cannot be created (CreateContainerConfigError: secret "hf-token" not '
+     'found)'),
+    ("Running", {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 5m0s "
+                             "restarting failed container=train"}},
+     {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}, 6,
+     "container train keeps crashing (6 restarts), last exit 137 (OOMKilled): raise its memory "
+     "limit"),
+    ("Running", {"waiting": {"reason": "CrashLoopBackOff"}},
+     {"terminated": {"exitCode": 1, "reason": "Error"}}, 3,
+     "container train keeps crashing (3 restarts), last exit 1 (Error): read kubectl logs -n "
+     "research ok -c train --previous."),
+])
+def test_a_scheduled_pod_says_what_its_container_is_stuck_on(
+        seven_states: Lists, phase: str, state: dict[str, Any], last: dict[str, Any] | None,
+        restarts: int, says: str) -> None:
+    _container_state(seven_states, phase, state, last, restarts)
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "scheduled"  # the scheduler's part is done either way
+    assert "scheduling is done, but " + says in verdict.action
+    assert verdict.evidence[-1].field == "status.containerStatuses[train]"
+
+
+def test_a_running_pod_gets_no_container_advice(seven_states: Lists) -> None:
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.action.endswith("Nothing is wrong at scheduling level: look at the pod's "
+                                   "logs and container statuses.")
+
+
 def test_unbound_pod_claiming_running_is_not_scheduled(seven_states: Lists) -> None:
     pod = find(seven_states["pods"], "full", "research")
     pod["status"]["phase"] = "Running"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from triage.classify.checks.dra import allocation_evidence
 from triage.classify.subject import Finding, Subject
 from triage.objects import K8sObject, object_key
@@ -92,10 +95,66 @@ def _runtime_finding(subject: Subject, source: str, value: str, what: str, *,
 
 def check_scheduled(subject: Subject) -> Finding:
     node = subject.spec.get("nodeName", "")
-    phase = (subject.pod or {}).get("status", {}).get("phase", "Pending")
+    pod = subject.pod or {}
+    phase = pod.get("status", {}).get("phase", "Pending")
+    evidence = [Evidence(f"Pod {subject.label}", "spec.nodeName", node),
+                Evidence(f"Pod {subject.label}", "status.phase", phase),
+                *allocation_evidence(subject)]
+    trouble = _container_trouble(pod)
+    if trouble is None:
+        return Finding(Cause.SCHEDULED,
+                       f"{subject.label} is bound to {node} (phase {phase}). Nothing is wrong "
+                       "at scheduling level: look at the pod's logs and container statuses.",
+                       evidence)
+    field, value, advice = trouble
     return Finding(Cause.SCHEDULED,
-                   f"{subject.label} is bound to {node} (phase {phase}). Nothing is wrong at "
-                   "scheduling level: look at the pod's logs and container statuses.",
-                   [Evidence(f"Pod {subject.label}", "spec.nodeName", node),
-                    Evidence(f"Pod {subject.label}", "status.phase", phase),
-                    *allocation_evidence(subject)])
+                   f"{subject.label} is bound to {node} (phase {phase}): scheduling is done, "
+                   f"{advice}", [*evidence, Evidence(f"Pod {subject.label}", field, value)])
+
+
+# Waiting reasons the kubelet gives a container it cannot start, and what each asks for.
+_IMAGE = ("ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull")
+_CONFIG = ("CreateContainerConfigError", "CreateContainerError", "RunContainerError")
+_MESSAGE_LENGTH = 300
+
+
+def _container_trouble(pod: K8sObject) -> tuple[str, str, str] | None:
+    """The first container (init containers first) the kubelet cannot run well, from its
+    status: (field, what it says, the advice). None when every container is fine."""
+    namespace, name = object_key(pod)
+    status = pod.get("status") or {}
+    for section in ("initContainerStatuses", "containerStatuses"):
+        for container in status.get(section) or []:
+            waiting = (container.get("state") or {}).get("waiting") or {}
+            last = (container.get("lastState") or {}).get("terminated") or {}
+            ended = (container.get("state") or {}).get("terminated") or {}
+            who = f"container {container.get('name')}"
+            field = f"status.{section}[{container.get('name')}]"
+            reason = str(waiting.get("reason") or "")
+            said = f"{reason}: {waiting.get('message') or ''}"[:_MESSAGE_LENGTH].rstrip(": ")
+            if reason in _IMAGE:
+                return field, said, (f"but {who} cannot pull its image ({reason}): fix the "
+                                     "image name or tag, or the pull secret.")
+            if reason in _CONFIG:
+                return field, said, (f"but {who} cannot be created ({said}): fix what it names "
+                                     "(a missing ConfigMap, Secret, key or volume).")
+            if reason == "CrashLoopBackOff" or (ended and ended.get("exitCode") not in (0, None)):
+                exited = last if reason else ended
+                why = _exit(exited, "last exit" if reason else "exited")
+                restarts = container.get("restartCount") or 0
+                oom = exited.get("reason") == "OOMKilled"
+                return field, f"{reason or 'terminated'}{', ' + why if why else ''}", (
+                    f"but {who} {'keeps crashing' if reason else 'failed'}"
+                    f"{f' ({restarts} restarts)' if restarts else ''}"
+                    f"{', ' + why if why else ''}: "
+                    + ("raise its memory limit, or lower what it uses." if oom else
+                       f"read kubectl logs -n {namespace} {name} -c {container.get('name')}"
+                       f"{' --previous' if reason else ''}."))
+    return None
+
+
+def _exit(terminated: Mapping[str, Any], word: str) -> str:
+    if not terminated:
+        return ""
+    code, reason = terminated.get("exitCode"), terminated.get("reason")
+    return f"{word} {code}{f' ({reason})' if reason else ''}"
