@@ -632,6 +632,26 @@ def test_sandbox_runtime_error_is_node_runtime_error(seven_states: Lists) -> Non
     assert verdict.cause == "node-runtime-error" and "gpu-a100-1" in verdict.action
 
 
+def test_a_sandbox_the_network_plugin_fails_is_node_runtime_error(seven_states: Lists) -> None:
+    _bind_failing(seven_states, "FailedCreatePodSandBox",
+                  'Failed to create pod sandbox: rpc error: code = Unknown desc = failed to setup '
+                  'network for sandbox "9c1e": plugin type="calico" failed (add): error getting '
+                  "ClusterInformation: connection is unauthorized")
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "node-runtime-error"
+    assert "cannot create the pod's sandbox (its network plugin" in verdict.action
+
+
+def test_a_pending_bound_pod_quotes_the_kubelets_warning(seven_states: Lists) -> None:
+    _bind_failing(seven_states, "FailedMount", 'MountVolume.SetUp failed for volume "data" : '
+                  'configmap "train-config" not found')
+    verdict = answer(seven_states, "research/ok")
+    assert verdict.cause == "scheduled"
+    assert ('but the kubelet says FailedMount: MountVolume.SetUp failed for volume "data" : '
+            'configmap "train-config" not found. Fix what it names.') in verdict.action
+    assert verdict.evidence[-1].field == "event FailedMount"
+
+
 def test_unexpected_admission_error_is_node_runtime_error(seven_states: Lists) -> None:
     _bind_failing(seven_states, "UnexpectedAdmissionError",
                   "Allocate failed due to requested number of devices unavailable for "

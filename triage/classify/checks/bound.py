@@ -36,6 +36,10 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
                 event.get("reason") == "FailedCreatePodSandBox" and "runtime" in message.lower()):
             return _runtime_finding(subject, f"event {event.get('reason')}", message,
                                     f"the kubelet on {node} failed to start the pod")
+        if event.get("reason") == "FailedCreatePodSandBox":  # e.g. the network plugin fails
+            return _runtime_finding(subject, "event FailedCreatePodSandBox", message,
+                                    f"the kubelet on {node} cannot create the pod's sandbox "
+                                    "(its network plugin or container runtime fails)")
     node_object = subject.snapshot.node(node)
     if node_object is None and subject.snapshot.nodes:
         return _runtime_finding(subject, "spec.nodeName", node,
@@ -100,7 +104,8 @@ def check_scheduled(subject: Subject) -> Finding:
     evidence = [Evidence(f"Pod {subject.label}", "spec.nodeName", node),
                 Evidence(f"Pod {subject.label}", "status.phase", phase),
                 *allocation_evidence(subject)]
-    trouble = _container_trouble(pod)
+    trouble = _container_trouble(pod) or (
+        _kubelet_warning(subject.events) if phase == "Pending" else None)
     if trouble is None:
         return Finding(Cause.SCHEDULED,
                        f"{subject.label} is bound to {node} (phase {phase}). Nothing is wrong "
@@ -150,6 +155,19 @@ def _container_trouble(pod: K8sObject) -> tuple[str, str, str] | None:
                     + ("raise its memory limit, or lower what it uses." if oom else
                        f"read kubectl logs -n {namespace} {name} -c {container.get('name')}"
                        f"{' --previous' if reason else ''}."))
+    return None
+
+
+def _kubelet_warning(events: list[K8sObject]) -> tuple[str, str, str] | None:
+    """The kubelet's newest warning about a pod still Pending on its node (a volume that does
+    not mount or attach, ...): what is holding its containers back."""
+    for event in events:  # newest first
+        component = (event.get("reportingComponent") or ""
+                     ) + " " + ((event.get("source") or {}).get("component") or "")
+        if event.get("type") == "Warning" and "kubelet" in component:
+            said = f"{event.get('reason')}: {event.get('message') or ''}"[:_MESSAGE_LENGTH]
+            return (f"event {event.get('reason')}", said,
+                    f"but the kubelet says {said.rstrip(': ')}. Fix what it names.")
     return None
 
 
