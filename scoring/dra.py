@@ -20,7 +20,13 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from scoring.cel_error import SelectorError
-from triage.nodes import node_name, selector_mismatches, status_amount
+from triage.nodes import (
+    node_name,
+    selector_mismatches,
+    status_amount,
+    taint_text,
+    tolerates,
+)
 from triage.objects import K8sObject, object_key
 from triage.quantity import QuantityError, parse_quantity
 from triage.verdict import Device
@@ -111,6 +117,8 @@ class Alternative:
     mode: str  # ExactCount or All
     count: int
     admin: bool = False
+    # the request's device taint tolerations (as a pod's tolerations read)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
 
     @property
     def asked(self) -> str:
@@ -158,6 +166,8 @@ class RequestOutcome:
     candidates: list[SliceDevice] = field(default_factory=list)  # of the class
     matching: list[SliceDevice] = field(default_factory=list)  # of the class, meeting selectors
     holders: list[tuple[SliceDevice, Holder]] = field(default_factory=list)
+    # matching devices a taint keeps the request off, with the taints
+    tainted: list[tuple[SliceDevice, list[str]]] = field(default_factory=list)
 
 
 @dataclass
@@ -407,9 +417,6 @@ class Inventory:
                 if isinstance(sub, Mapping) and sub.get("capacity"):
                     resolved.unmodelled.append((f"spec.devices.requests[{raw.get('name')}]",
                                                 "capacity requests (shared devices)"))
-                if isinstance(sub, Mapping) and sub.get("tolerations"):
-                    resolved.unmodelled.append((f"spec.devices.requests[{raw.get('name')}]",
-                                                "device taint tolerations"))
             request = _request(claim_label, raw)
             resolved.requests.append(request)
             for alternative in request.alternatives:
@@ -511,6 +518,17 @@ class Inventory:
             return RequestOutcome(request, TOO_LARGE, f"{label} asks {alternative.count}, the "
                                   f"node has {len(matching)} matching device(s)", alternative,
                                   of_class, matching)
+        tainted = [(d, taints) for d in matching
+                   if (taints := untolerated_device_taints(d, alternative))]
+        if tainted:
+            usable = [d for d in matching if all(d is not t for t, _ in tainted)]
+            if not usable or (alternative.mode != "All" and len(usable) < alternative.count):
+                texts = ", ".join(f"{d.name} {' '.join(t)}" for d, t in tainted[:4])
+                return RequestOutcome(request, DEVICE_UNFIT, f"{len(tainted)}/{len(matching)} "
+                                      f"matching device(s) are tainted and {label} does not "
+                                      f"tolerate it: {texts}", alternative, of_class, matching,
+                                      tainted=tainted)
+            matching = usable
         held = [(d, self.taken[d.key]) for d in matching
                 if d.key in self.taken and d.key not in own and not alternative.admin
                 and not d.raw.get("allowMultipleAllocations")]
@@ -567,6 +585,10 @@ class Inventory:
                                 if isinstance(verdict, SelectorError)
                                 else f"fails {expression}")
                         break
+            if code is None:
+                taints = [taint_text(t) for t in device.raw.get("taints") or []
+                          if isinstance(t, Mapping) and t.get("effect") in BLOCKING_DEVICE_EFFECTS]
+                code = f"tainted {', '.join(taints)}" if taints else None
             if code is None and holder is not None:
                 code = f"allocated to {holder.claim}"
             rows.append(Device(uuid=device.name, index=_index(device, position),
@@ -621,7 +643,25 @@ def _alternative(label: str, spec: Mapping[str, Any]) -> Alternative:
     return Alternative(label, str(spec.get("deviceClassName", "")),
                        _cel_expressions(spec.get("selectors")),
                        str(spec.get("allocationMode") or "ExactCount"), count,
-                       bool(spec.get("adminAccess")))
+                       bool(spec.get("adminAccess")),
+                       tuple(t for t in spec.get("tolerations") or [] if isinstance(t, Mapping)))
+
+
+# Device taint effects that keep the allocator off a device ("None" only informs).
+BLOCKING_DEVICE_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def untolerated_device_taints(device: SliceDevice, alternative: Alternative) -> list[str]:
+    """The device's taints that keep this request off it (DRADeviceTaints, beta in 1.36),
+    as ``key=value:effect``; a toleration matches as a pod's does a node taint."""
+    found = []
+    for taint in device.raw.get("taints") or []:
+        if not isinstance(taint, Mapping) or taint.get("effect") not in BLOCKING_DEVICE_EFFECTS:
+            continue
+        if not tolerates(list(alternative.tolerations), taint):
+            found.append(taint_text(taint))
+    return found
+
 
 
 def _cel_expressions(selectors: Any) -> tuple[str, ...]:
@@ -792,10 +832,10 @@ class ClaimSet:
         """(object, field, what) the fit did not judge: then the scheduler's word stands."""
         found = [(c.source, where, what) for c in self.claims for where, what in c.unmodelled]
         shared = [s for s in self.inventory.slices for d in _slice_devices(s)
-                  if d.raw.get("taints") or d.raw.get("allowMultipleAllocations")]
+                  if d.raw.get("allowMultipleAllocations")]
         if shared:
             found.append((f"ResourceSlice {object_key(shared[0])[1]}", "spec.devices[]",
-                          "device taints or shared devices (allowMultipleAllocations)"))
+                          "shared devices (allowMultipleAllocations)"))
         return found
 
     @property

@@ -339,3 +339,70 @@ def test_dra_serves_an_extended_resource_only_where_allocatable_lacks_it() -> No
     assert claims.fit(nodes["dra-l4-1"]).stage is None
     assert claims.fit(nodes["cpu-1"]).stage == NO_DEVICE
     assert claims.fit(nodes["dra-a100-2"]).requests == []  # the device plugin's node
+
+
+# -- device taints (DRADeviceTaints) ---------------------------------------------------------
+
+def _taint_l4(effect: str) -> list[dict[str, Any]]:
+    items = copy.deepcopy(DRA)
+    l4 = next(i for i in items if i["kind"] == "ResourceSlice"
+              and i["spec"]["nodeName"] == "dra-l4-1")
+    for device in l4["spec"]["devices"]:
+        device["taints"] = [{"key": "gpu.nvidia.com/unhealthy", "value": "xid-79",
+                             "effect": effect, "timeAdded": "2026-12-01T08:43:31Z"}]
+    return items
+
+
+def _pod_using_l4_pair() -> dict[str, Any]:
+    pod = _pod("serving", "llm-80g")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "l4-pair"}]
+    pod.setdefault("status", {}).pop("resourceClaimStatuses", None)
+    return pod
+
+
+@pytest.mark.parametrize(("effect", "tolerations", "stage"), [
+    ("NoSchedule", [], DEVICE_UNFIT),
+    ("NoExecute", [], DEVICE_UNFIT),
+    ("None", [], None),  # informs, keeps nobody off
+    ("NoSchedule", [{"key": "gpu.nvidia.com/unhealthy", "operator": "Exists"}], None),
+    ("NoSchedule", [{"key": "gpu.nvidia.com/unhealthy", "operator": "Equal", "value": "xid-48"}],
+     DEVICE_UNFIT),  # another value
+    ("NoExecute", [{"key": "gpu.nvidia.com/unhealthy", "operator": "Exists",
+                    "effect": "NoSchedule"}], DEVICE_UNFIT),  # another effect
+    ("NoSchedule", [{"operator": "Exists"}], None),  # no key: every taint
+])
+def test_tainted_devices_are_skipped_unless_tolerated(effect: str,
+                                                      tolerations: list[dict[str, Any]],
+                                                      stage: str | None) -> None:
+    items = _taint_l4(effect)
+    claim = copy.deepcopy(_find("ResourceClaim", "serving", "llm-80g-gpu-"))
+    claim["metadata"]["name"] = "l4-pair"
+    request = claim["spec"]["devices"]["requests"][0]["exactly"]
+    request.pop("selectors", None)
+    request["count"] = 2
+    if tolerations:
+        request["tolerations"] = tolerations
+    inventory = Inventory([*items, claim], DEFAULT_GPU_DRIVERS)
+    fit = inventory.fit(inventory.pod_claims(_pod_using_l4_pair()), NODES["dra-l4-1"])
+    assert fit.stage == stage
+    if stage == DEVICE_UNFIT:
+        assert "2/2 matching device(s) are tainted" in fit.detail
+        assert "gpu.nvidia.com/unhealthy=xid-79:" + effect in fit.detail
+
+
+def test_a_taint_on_some_devices_leaves_the_others_usable() -> None:
+    items = copy.deepcopy(DRA)
+    a100 = next(i for i in items if i["kind"] == "ResourceSlice"
+                and i["spec"]["nodeName"] == "dra-a100-2")
+    a100["spec"]["devices"][3]["taints"] = [{"key": "maintenance", "effect": "NoSchedule"}]
+    claim = next(i for i in items if i["kind"] == "ResourceClaim"
+                 and i["metadata"]["name"].startswith("pinned-a-gpu-"))
+    request = claim["spec"]["devices"]["requests"][0]["exactly"]
+    pod = _pod("vision", "pinned-a")
+
+    def stage(count: int) -> str | None:
+        request["count"] = count
+        inventory = Inventory(items, DEFAULT_GPU_DRIVERS)
+        return inventory.fit(inventory.pod_claims(pod), NODES["dra-a100-2"]).stage
+    # dra-a100-2: gpu-0 is finetune-1g's, gpu-3 tainted; gpu-1 and gpu-2 are free
+    assert [stage(n) for n in (2, 3, 4, 5)] == [None, EXHAUSTED, DEVICE_UNFIT, TOO_LARGE]

@@ -177,6 +177,8 @@ def explain_dra_no_device(subject: Subject, dropped: Dropped) -> Finding:
 
 def explain_dra_device_unfit(subject: Subject, dropped: Dropped) -> Finding:
     failing = _failing(subject, dropped, DEVICE_UNFIT)
+    if failing and all(outcome.tainted for _, outcome in failing):
+        return _explain_tainted(subject, failing)
     first = failing[0][1] if failing else None
     selectors = " && ".join(first.alternative.selectors) if first and first.alternative else ""
     per_node = "; ".join(f"{n.name} has {_products(o.candidates)}" for n, o in failing[:4])
@@ -190,6 +192,33 @@ def explain_dra_device_unfit(subject: Subject, dropped: Dropped) -> Finding:
                    f"devices of the class exist, but none meets the selectors of {source} "
                    f"({selectors}): {per_node}. Relax the selector, or send the pod to nodes "
                    "whose devices meet it (show devices lists them).", evidence)
+
+
+def _explain_tainted(subject: Subject, failing: list[tuple[NodeInfo, RequestOutcome]]
+                     ) -> Finding:
+    """Device taints (DRADeviceTaints): the allocator skips a tainted device the request does
+    not tolerate, as the scheduler skips a tainted node."""
+    first = failing[0][1]
+    per_node = "; ".join(
+        f"{node.name}: {', '.join(f'{d.name} {t[0]}' for d, t in outcome.tainted[:4])}"
+        f" ({len(outcome.tainted)} of {len(outcome.matching)} matching, {_asked(outcome)} "
+        "needed)" for node, outcome in failing[:4])
+    claim = _claim_of(subject, first.request)
+    tolerate = ("a limit cannot tolerate device taints: only a ResourceClaim whose request "
+                "does (exactly.tolerations) can use them" if claim and claim.extended_resource
+                else "tolerate it in the request (exactly.tolerations)")
+    evidence = [Evidence(f"ResourceSlice {_slices([d for d, _ in o.tainted])}",
+                         "spec.devices[].taints",
+                         f"{n.name}: " + ", ".join(f"{d.name} {' '.join(t)}" for d, t in
+                                                   o.tainted[:4])) for n, o in failing[:4]]
+    tolerations = first.alternative.tolerations if first.alternative else ()
+    evidence.append(_request_evidence(subject, first, "tolerations",
+                                      f"{len(tolerations)} toleration(s)"))
+    return Finding(Cause.DEVICE_UNFIT,
+                   f"the matching devices are tainted, and {_source(subject, first.request)} "
+                   f"does not tolerate it: {per_node}. The DRA driver or an admin marked them "
+                   f"unusable (often unhealthy): repair them or remove the taint; {tolerate}, "
+                   "and only if the devices are fit to use.", evidence)
 
 
 def explain_dra_too_large(subject: Subject, dropped: Dropped) -> Finding:
