@@ -52,19 +52,17 @@ def test_a_dra_pod_reads_the_four_kinds_cold(api: FakeKubeAPI, tmp_path: Path) -
             "/apis/resource.k8s.io/v1/resourceslices"} <= paths
 
 
-def test_a_cached_dra_triage_reads_only_classes_and_templates(api: FakeKubeAPI,
-                                                              cache: WatchSource) -> None:
+def test_a_cached_dra_triage_reads_no_dra_object(api: FakeKubeAPI, cache: WatchSource) -> None:
+    # claims, slices, DeviceClasses and claim templates are all watched: the pod and its
+    # events are the only reads, as for any pending pod
     before = api.mark()
     assert cache.triage(ref_of("serving/llm-80g")).cause == "device-unfit"
-    dra_reads = sorted(r.path for r in api.requests[before:] if "resource.k8s.io" in r.path
-                       and r.query.get("watch") not in ("1", "true"))
-    assert dra_reads == ["/apis/resource.k8s.io/v1/deviceclasses",
-                         "/apis/resource.k8s.io/v1/namespaces/serving/resourceclaimtemplates"]
+    assert _dra_reads(api, before) == []
+    assert len([r for r in api.requests[before:] if r.query.get("watch") not in ("1", "true")
+                ]) == 2
     before = api.mark()
-    # no claims, but nvidia.com/gpu in limits: the DeviceClasses say whether one serves it
-    # through DRA (none does here); claims and slices come from memory
-    cache.triage(ref_of("serving/legacy-gpu"))
-    assert _dra_reads(api, before) == ["/apis/resource.k8s.io/v1/deviceclasses"]
+    cache.triage(ref_of("serving/legacy-gpu"))  # nvidia.com/gpu: the cached classes say no
+    assert _dra_reads(api, before) == []
 
 
 def _dra_reads(api: FakeKubeAPI, since: int) -> list[str]:
@@ -88,14 +86,14 @@ def test_an_extended_resource_pod_reads_classes_claims_and_slices_cold(
         "/apis/resource.k8s.io/v1/resourceslices"]
 
 
-def test_a_cached_extended_resource_triage_reads_only_the_classes(
+def test_a_cached_extended_resource_triage_reads_no_dra_object(
         extended_api: FakeKubeAPI, tmp_path: Path) -> None:
     cache = watch_source(extended_api, tmp_path).start()
     try:
         assert cache.wait_ready(5)
         before = extended_api.mark()
         assert cache.triage(ref_of("serving/ext-a100b")).cause == "exhausted"
-        assert _dra_reads(extended_api, before) == ["/apis/resource.k8s.io/v1/deviceclasses"]
+        assert _dra_reads(extended_api, before) == []
         # legacy-runner leaves: its claim goes with it, and dra-a100-2 has 3 devices free
         extended_api.delete("ResourceClaim", "vision", "legacy-runner-extended-resources-7k2lq")
         extended_api.delete("Pod", "vision", "legacy-runner")
@@ -129,6 +127,18 @@ def _eventually_fits(cache: WatchSource, ref: str, node: str) -> None:
         verdict = cache.triage(ref_of(ref))
         return {n.name: n.outcome for n in verdict.nodes}.get(node) == "fit"
     eventually(fits)
+
+
+def test_the_cache_follows_a_device_class_taking_an_extended_resource(
+        api: FakeKubeAPI, cache: WatchSource) -> None:
+    outcomes = {n.name: n.outcome for n in cache.triage(ref_of("serving/legacy-gpu")).nodes}
+    assert outcomes["dra-a100-2"] == "no-gpu-node"  # no class serves nvidia.com/gpu
+    items = json.loads((DRA / "dra.json").read_text())["items"]
+    device_class = copy.deepcopy(next(i for i in items if i["kind"] == "DeviceClass"))
+    device_class["spec"]["extendedResourceName"] = "nvidia.com/gpu"
+    api.apply(device_class)
+    eventually(lambda: {n.name: n.outcome for n in cache.triage(
+        ref_of("serving/legacy-gpu")).nodes}["dra-a100-2"] == "fit")
 
 
 def test_the_cache_follows_a_slice_published_later(api: FakeKubeAPI, cache: WatchSource) -> None:

@@ -23,6 +23,8 @@ from triage.snapshot import Snapshot
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEVEN = FIXTURES / "scenarios" / "seven-states"
+# nodes, pods, ResourceSlices, ResourceClaims, DeviceClasses, ResourceClaimTemplates
+WATCHES = 6
 ALL_SCENARIOS = sorted(d for folder in ("scenarios", "scenarios-extra")
                        for d in (FIXTURES / folder).iterdir() if (d / "expected.json").exists())
 
@@ -157,12 +159,12 @@ def test_410_gone_relists(api: FakeKubeAPI, cache: WatchSource) -> None:
 def test_a_dropped_watch_resumes_from_the_last_resource_version(
         api: FakeKubeAPI, cache: WatchSource) -> None:
     lists = cache.cache.lists
-    eventually(lambda: api.open_watches == 4)  # nodes, pods, ResourceSlices, ResourceClaims
+    eventually(lambda: api.open_watches == WATCHES)
     watches = len(api.watch_requests())
     api.drop_watches()
     api.delete("Pod", "ml", "train-a")
     eventually(lambda: holders(cache, "gpu-a10-full") == ["team-b/train-b"])
-    eventually(lambda: len(api.watch_requests()) >= watches + 4)
+    eventually(lambda: len(api.watch_requests()) >= watches + WATCHES)
     assert cache.cache.lists == lists  # resumed, no full list needed
 
 
@@ -173,21 +175,22 @@ def test_a_dropped_watch_resumes_from_the_last_resource_version(
 def test_an_error_event_ends_the_watch_and_the_cache_catches_up(
         api: FakeKubeAPI, cache: WatchSource, status: dict[str, object], relists: bool) -> None:
     lists = cache.cache.lists
-    eventually(lambda: api.open_watches == 4)
+    eventually(lambda: api.open_watches == WATCHES)
     api.drop_watches(error=status)
     api.delete("Pod", "ml", "train-a")
     eventually(lambda: holders(cache, "gpu-a10-full") == ["team-b/train-b"])
-    eventually(lambda: api.open_watches == 4)
+    eventually(lambda: api.open_watches == WATCHES)
     assert (cache.cache.lists > lists) == relists
     if not relists:
         assert cache.cache.last_error in {
             f"The Kubernetes API server at {api.url} ended the watch of {plural}: etcdserver: "
-            "leader changed." for plural in ("pods", "nodes", "resourceslices", "resourceclaims")}
+            "leader changed." for plural in ("pods", "nodes", "resourceslices", "resourceclaims",
+                                             "deviceclasses", "resourceclaimtemplates")}
 
 
 def test_a_410_when_the_watch_opens_relists(api: FakeKubeAPI, cache: WatchSource) -> None:
     lists = cache.cache.lists
-    eventually(lambda: api.open_watches == 4)
+    eventually(lambda: api.open_watches == WATCHES)
     api.inject("status", "^/api/v1/pods$", query="watch=1", status=status_body(
         410, "Expired", "too old resource version"))
     api.drop_watches()
@@ -199,7 +202,7 @@ def test_a_410_when_the_watch_opens_relists(api: FakeKubeAPI, cache: WatchSource
 def test_a_failing_watch_is_retried_and_the_cache_keeps_serving(
         api: FakeKubeAPI, cache: WatchSource) -> None:
     # every watch open first: one still starting when the streams are cut would not be cut
-    eventually(lambda: api.open_watches == 4)
+    eventually(lambda: api.open_watches == WATCHES)
     api.inject("status", "^/api/v1/pods$", query="watch=1", times=2,
                status={"kind": "Status", "apiVersion": "v1", "status": "Failure",
                        "message": "etcdserver: too many requests", "reason": "InternalError",

@@ -138,7 +138,10 @@ def _claim_set(snapshot: Snapshot, config: TriageConfig, namespace: str,
     serves (extended resources backed by DRA). None when DRA has no part in the answer."""
     status = (pod or {}).get("status") or {}
     asks = _extended_asks(spec, gpu or {}) if pod is not None and not spec.get("nodeName") else {}
-    served = serves_extended(snapshot.dra, asks)
+    # a cluster that publishes no ResourceSlice meets GPU limits by device plugins alone (a
+    # cold read does not even fetch its DeviceClasses then)
+    served = serves_extended(snapshot.dra, asks) and any(
+        obj.get("kind") == "ResourceSlice" for obj in snapshot.dra)
     if not (spec.get("resourceClaims") or status.get("extendedResourceClaimStatus") or served):
         return None
     inventory = snapshot.dra_inventory(config.gpu_drivers)

@@ -24,8 +24,8 @@ which nodes matter is only known once classify has run, and classify must get it
 whole, up front. Lists come back in the API server's order (namespace, name), as in a dump
 ``kubectl get -o json`` wrote.
 
-``WatchCache`` keeps nodes and non-terminated pods in memory (list + watch), so a triage
-from it costs only the per-ref reads above, whatever the cluster size.
+``WatchCache`` keeps nodes, non-terminated pods and the DRA objects in memory (list +
+watch), so a triage from it costs only the per-ref reads above, whatever the cluster size.
 """
 
 from __future__ import annotations

@@ -23,14 +23,13 @@ from triage.cluster.errors import Expired, one_line
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.read import (
-    asks_dra,
     merge_pods,
-    read_dra_policy,
-    read_extended_classes,
     read_ref_objects,
     ref_policy,
 )
 from triage.cluster.reader import (
+    CLAIM_TEMPLATES,
+    DEVICE_CLASSES,
     NODES,
     NON_TERMINATED,
     PODS,
@@ -449,8 +448,8 @@ class _Reflector:
 
 
 class WatchCache:
-    """Nodes, non-terminated pods, ResourceSlices and ResourceClaims, kept current by list +
-    watch, one thread each."""
+    """Nodes, non-terminated pods and the DRA objects (ResourceSlices, ResourceClaims,
+    DeviceClasses, ResourceClaimTemplates), kept current by list + watch, one thread each."""
 
     def __init__(self, api_client: ApiClient, timeout: float = DEFAULT_TIMEOUT,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_seconds: int = 300,
@@ -465,11 +464,16 @@ class WatchCache:
         self.pods = _PodStore()
         self.slices = _ObjectStore()
         self.claims = _ObjectStore()
+        # few, and asked by any pending GPU pod on a DRA cluster: cached, not read per triage
+        self.classes = _ObjectStore()
+        self.templates = _ObjectStore()
         self._reflectors = (
             _Reflector(self, NODES, "", self.nodes),
             _Reflector(self, PODS, NON_TERMINATED, self.pods),
             _Reflector(self, RESOURCE_SLICES, "", self.slices, optional=True),
             _Reflector(self, RESOURCE_CLAIMS, "", self.claims, optional=True),
+            _Reflector(self, DEVICE_CLASSES, "", self.classes, optional=True),
+            _Reflector(self, CLAIM_TEMPLATES, "", self.templates, optional=True),
         )
 
     def start(self) -> None:
@@ -486,7 +490,7 @@ class WatchCache:
 
     @property
     def ready(self) -> bool:
-        """True once nodes, pods, ResourceSlices and ResourceClaims have each been listed."""
+        """True once nodes, pods and the DRA objects have each been listed."""
         return all(r.listed.is_set() for r in self._reflectors)
 
     def wait_ready(self, timeout: float) -> bool:
@@ -530,17 +534,12 @@ class WatchCache:
         found = read_ref_objects(self.reader, ref, self.page_size)
         quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
         by_node, requested = self.pods.by_node_view()
-        # DeviceClasses and claim templates are read per triage: for a DRA pod, and the
-        # classes for a pod asking an extended resource a class may serve through DRA.
-        slices = self.slices.view()
-        policy = (read_dra_policy(self.reader, ref.namespace, self.page_size)
-                  if asks_dra(found) else
-                  read_extended_classes(self.reader, found, bool(slices), self.page_size))
         nodes, node_rows = self.nodes.view()
         return IndexedSnapshot(
             nodes=nodes, node_rows=node_rows, pods=found.pods, events=found.events,
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
-            dra=[*policy, *self.claims.view(), *slices],
+            dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
+                 *self.slices.view()],
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
             read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node,
