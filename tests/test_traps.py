@@ -882,3 +882,32 @@ def test_a_never_created_ordinal_pod_is_answered_from_its_statefulset() -> None:
     assert "sts-gpu" in verdict.action
     # db-1 is beyond its replicas: no such pod is wanted, so nothing answers for it.
     assert triage(expired, parse_ref("dbs/db-1")).cause == "pod-not-found"
+
+
+# -- HAMi's device-unfit: the action follows the codes ----------------------------------------
+
+@pytest.mark.parametrize(("ref", "advice"), [
+    ("hami/needs-40g", "Lower the memory / cores request, or wait for the holders to finish"),
+    ("hami/wants-h100", "Change the card type filter (nvidia.com/use-gputype / nouse-gputype)"),
+    ("hami/too-many-cards", "Ask for fewer cards per pod (nvidia.com/gpu) than a node has."),
+])
+def test_hami_device_unfit_asks_what_its_codes_call_for(hami_sharing: Lists, ref: str,
+                                                         advice: str) -> None:
+    verdict = answer(hami_sharing, ref)
+    assert verdict.cause == "device-unfit" and advice in verdict.action
+
+
+@pytest.mark.parametrize(("reasons", "advice"), [
+    (["1/4 CardNotHealth, 3/4 CardInsufficientMemory"], "Lower the memory"),
+    (["3/4 CardNotHealth, 1/4 CardInsufficientMemory"], "Repair the unhealthy cards"),
+    (["2/4 CardCordoned, 2/4 CardTypeMismatch"], "Uncordon the cards"),  # a tie: HAMi's order
+    (["NodeInsufficientDevice", "NodeInsufficientDevice", "1/2 NumaNotFit"], "fewer cards"),
+    (["2/2 CardUuidMismatch"], "nvidia.com/use-gpuuuid"),
+    (["node unregistered"], None),
+])
+def test_hami_advice_weighs_each_code_by_the_cards_it_names(reasons: list[str],
+                                                           advice: str | None) -> None:
+    from triage.classify.checks.hami import _advice
+
+    got = _advice([(None, why) for why in reasons])  # type: ignore[misc]
+    assert (got is None) if advice is None else (got is not None and advice in got)
