@@ -81,6 +81,12 @@ class Subject:
                      if (asked := self.request(resource)))
 
     @cached_property
+    def extended_dra(self) -> bool:
+        """Some GPU limit of the pod is one a DeviceClass serves through DRA on some nodes:
+        the device-plugin filters must leave those (node, resource) pairs to the DRA ones."""
+        return self.dra is not None and bool(self.dra.extended)
+
+    @cached_property
     def affinity_terms(self) -> list[Any] | None:
         """Required node affinity's nodeSelectorTerms (None when there is none)."""
         affinity = (self.spec.get("affinity") or {}).get("nodeAffinity") or {}

@@ -15,14 +15,12 @@ from triage.verdict import Evidence
 from triage.vocabulary import CAUSE_ORDER, Cause
 
 
-def _by_device_plugin(subject: Subject, node: NodeInfo, resources: list[str]) -> list[str]:
-    """Of the pod's GPU resources short on this node, those a device plugin must meet: not
-    those a DeviceClass serves there through DRA (the DRA filters judge them). Asked only
-    of a node already short, so the funnel's common path pays nothing for it."""
-    dra = subject.dra
-    if not resources or dra is None or not dra.extended:
-        return resources
-    return [r for r in resources if not dra.serves(node.raw, r)]
+def _by_device_plugin(subject: Subject, node: NodeInfo) -> dict[str, int]:
+    """The pod's GPU requests a device plugin must meet on this node: not those a
+    DeviceClass serves there through DRA (the DRA filters judge them). Asked only when the
+    pod has such resources (``subject.extended_dra``): the funnel visits every node."""
+    assert subject.dra is not None
+    return {r: n for r, n in subject.gpu.items() if not subject.dra.serves(node.raw, r)}
 
 
 def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
@@ -30,7 +28,8 @@ def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
     capacity = node.capacity
     if all(map(capacity.get, subject.gpu)):  # every node is asked: no Python-level loop
         return None
-    missing = _by_device_plugin(subject, node, [r for r in subject.gpu if not capacity.get(r)])
+    asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
+    missing = [r for r in asked if not capacity.get(r)]
     return f"no {', '.join(missing)} in status.capacity" if missing else None
 
 
@@ -60,7 +59,8 @@ def drop_allocatable_zero(subject: Subject, node: NodeInfo) -> str | None:
     allocatable = node.allocatable
     if all(map(allocatable.get, subject.gpu)):
         return None
-    zero = _by_device_plugin(subject, node, [r for r in subject.gpu if not allocatable.get(r)])
+    asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
+    zero = [r for r in asked if not allocatable.get(r)]
     return ", ".join(f"{r} capacity {node.capacity.get(r)}, allocatable 0" for r in zero) or None
 
 
@@ -74,11 +74,11 @@ def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
-    allocatable, gpu = node.allocatable, subject.gpu
-    short = [r for r, n in gpu.items() if allocatable.get(r, 0) < n]
-    if not short or not (short := _by_device_plugin(subject, node, short)):
-        return None  # most nodes: enough, asked nothing more
-    return ", ".join(f"{r} allocatable {allocatable.get(r, 0)} < request {gpu[r]}" for r in short)
+    allocatable = node.allocatable
+    asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
+    short = [f"{r} allocatable {allocatable.get(r, 0)} < request {n}"
+             for r, n in asked.items() if allocatable.get(r, 0) < n]
+    return ", ".join(short) if short else None
 
 
 def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
@@ -109,12 +109,11 @@ def _allocatable(subject: Subject, name: str, resource: str) -> int:
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
     free_gpus = subject.snapshot.free_gpus
-    short = {r: free for r, n in subject.gpu.items() if (free := free_gpus(node, r)) < n}
-    if not short or not (held := _by_device_plugin(subject, node, list(short))):
-        return None
-    allocatable = node.allocatable
-    return "; ".join(f"{allocatable.get(r, 0) - short[r]}/{allocatable.get(r, 0)} {r} held"
-                     for r in held)
+    asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
+    short = [f"{(allocatable := node.allocatable.get(resource, 0)) - free}/{allocatable} "
+             f"{resource} held" for resource, request in asked.items()
+             if (free := free_gpus(node, resource)) < request]
+    return "; ".join(short) if short else None
 
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from scoring.hami import (
     CARD_COMPUTE_UNITS_EXHAUSTED,
     CARD_CORDONED,
@@ -86,13 +88,14 @@ def _advice(dropped: Dropped) -> str | None:
     """The next action the codes call for most: each code weighs as many cards as it names
     ("2/4 CardInsufficientMemory": 2), a node-wide code one card."""
     weights: dict[str, int] = {}
-    for _, why in dropped:
+    # nodes alike share a reason string ("node unregistered" on thousands): parse each once
+    for why, nodes in Counter(why for _, why in dropped).items():
         for part in why.split(", "):
             count, _, code = part.partition(" ")
             amount = int(count.split("/")[0]) if code and count.split("/")[0].isdigit() else 1
             advice = _ADVICE.get(code or part)
             if advice is not None:
-                weights[advice] = weights.get(advice, 0) + amount
+                weights[advice] = weights.get(advice, 0) + amount * nodes
     if not weights:
         return None  # no code gpuwhy knows (only unregistered nodes, say)
     order = list(dict.fromkeys(_ADVICE.values()))
