@@ -349,3 +349,63 @@ def test_a_device_plugin_node_keeps_its_own_checks_beside_dra_nodes(dra: Lists) 
     verdict = _answer(dra, "serving/legacy-gpu")  # 1 allocatable: the device plugin's too-large
     assert verdict.cause == "too-large"
     assert "gpu-spare-1 with 1" in verdict.action and "DeviceClass" not in verdict.action
+
+
+# -- the scheduler is binding: claims allocated and reserved, no node yet ----------------------
+
+def _binding(dra: Lists, conditions: list[dict[str, Any]] | None,
+             device_fields: dict[str, Any] | None = None) -> None:
+    """vision/pinned-a as kube-scheduler leaves it in PreBind: its claim allocated gpu-3 on
+    dra-a100-2 and reserved for it, no nodeName yet, no event about it."""
+    pod = find(dra["pods"], "pinned-a", "vision")
+    pod["spec"]["nodeSelector"] = {"pool": "a100-b"}
+    pod["status"].pop("conditions", None)  # keeps resourceClaimStatuses: the claim's name
+    dra["events"] = [e for e in dra["events"] if e["involvedObject"]["name"] != "pinned-a"]
+    claim = _dra(dra, "ResourceClaim", "pinned-a-gpu-")
+    claim["status"] = {
+        "allocation": {
+            "devices": {"results": [{"device": "gpu-3", "driver": "gpu.nvidia.com",
+                                     "pool": "dra-a100-2", "request": "gpu"}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["dra-a100-2"]}]}]}},
+        "reservedFor": [{"name": "pinned-a", "resource": "pods",
+                         "uid": pod["metadata"]["uid"]}]}
+    if conditions is not None:
+        claim["status"]["devices"] = [{"driver": "gpu.nvidia.com", "pool": "dra-a100-2",
+                                       "device": "gpu-3", "conditions": conditions}]
+    slice_ = next(o for o in dra["dra"] if o["kind"] == "ResourceSlice"
+                  and o["spec"]["nodeName"] == "dra-a100-2")
+    slice_["spec"]["devices"][3].update(device_fields or {})
+
+
+_FABRIC = {"bindingConditions": ["FabricAttached"],
+           "bindingFailureConditions": ["FabricAttachFailed"]}
+
+
+@pytest.mark.parametrize(("conditions", "fields", "says"), [
+    ([{"type": "FabricAttached", "status": "False", "reason": "Attaching",
+       "message": "switch port 7", "lastTransitionTime": "2026-12-01T08:44:00Z"}], _FABRIC,
+     "waits for the devices to be ready before it binds vision/pinned-a (gpu-3: "
+     "FabricAttached (False: Attaching: switch port 7))"),
+    (None, _FABRIC, "gpu-3: FabricAttached (not reported yet)"),
+    ([{"type": "FabricAttachFailed", "status": "True", "reason": "PortDown",
+       "lastTransitionTime": "2026-12-01T08:44:00Z"}], _FABRIC,
+     "the driver reports a binding failure (gpu-3: FabricAttachFailed (True: PortDown))"),
+    (None, None, "is binding vision/pinned-a now: ask again in a moment"),
+])
+def test_a_pod_the_scheduler_is_binding_is_not_an_absent_scheduler(
+        dra: Lists, conditions: list[dict[str, Any]] | None, fields: dict[str, Any] | None,
+        says: str) -> None:
+    _binding(dra, conditions, fields)
+    verdict = _answer(dra, "vision/pinned-a")
+    assert verdict.cause == "other-constraint"
+    assert "the scheduler allocated claim vision/pinned-a-gpu-q8nlw: gpu-3 on dra-a100-2" in (
+        verdict.action)
+    assert says in verdict.action
+
+
+def test_a_claim_reserved_for_another_pod_is_not_this_pods_binding(dra: Lists) -> None:
+    _binding(dra, None)
+    _dra(dra, "ResourceClaim", "pinned-a-gpu-")["status"]["reservedFor"][0].update(
+        name="someone-else", uid="5e3c0a4f-0000-4000-8000-000000000001")
+    assert _answer(dra, "vision/pinned-a").cause == "scheduler-unavailable"

@@ -26,6 +26,7 @@ from scoring.dra import (
     RequestOutcome,
     SliceDevice,
     allocated_node_names,
+    binding,
 )
 from triage.classify.subject import Dropped, Finding, NodeFilterFn, Subject, scheduler_evidence
 from triage.nodes import labels
@@ -365,3 +366,40 @@ def _explain_elsewhere(subject: Subject) -> Finding:
                     for c in allocated[:2]]
                    + [Evidence(f"Node/{r.name}", r.outcome, r.detail) for r in blocked[:2]]
                    + scheduler_evidence(subject))
+
+
+# -- the scheduler is binding: every claim allocated and reserved for the pod ------------------
+
+def binding_in_progress(subject: Subject) -> Finding | None:
+    """A pod without a node whose claims are all allocated and reserved for it: the scheduler
+    is binding it (PreBind), waiting for the devices' binding conditions if they have any. No
+    event says so while it waits, so without this it would read as an absent scheduler."""
+    if subject.dra is None or subject.pod is None:
+        return None
+    state = binding(subject.dra.inventory, subject.dra.claims, subject.pod)
+    if state is None:
+        return None
+    where = ", ".join(state.nodes) or "its node"
+    held = "; ".join(state.devices[:4])
+    drivers = ", ".join(state.drivers)
+    evidence = [Evidence(f"Pod {subject.label}", "claims (status.allocation, reservedFor)",
+                         f"{held} on {where}")]
+    if state.failed:
+        evidence.append(Evidence("ResourceClaim status.devices[].conditions",
+                                 "bindingFailureConditions", "; ".join(state.failed[:4])))
+        action = (f"the scheduler allocated {held} on {where} for {subject.label}, but the "
+                  f"driver reports a binding failure ({'; '.join(state.failed[:2])}): the "
+                  "scheduler releases the devices and tries again. If it keeps failing, "
+                  f"look at the DRA driver ({drivers}) for those devices.")
+    elif state.waiting:
+        evidence.append(Evidence("ResourceClaim status.devices[].conditions",
+                                 "bindingConditions", "; ".join(state.waiting[:4])))
+        action = (f"the scheduler allocated {held} on {where} and waits for the devices to "
+                  f"be ready before it binds {subject.label} ({'; '.join(state.waiting[:2])}). "
+                  "Devices that must be attached first take a while; if it lasts past the "
+                  f"scheduler's binding timeout, look at the DRA driver ({drivers}).")
+    else:
+        action = (f"the scheduler allocated {held} on {where} and is binding "
+                  f"{subject.label} now: ask again in a moment. If it stays without a node, "
+                  "look at the scheduler's log for the pod.")
+    return Finding(Cause.OTHER_CONSTRAINT, action, evidence + scheduler_evidence(subject))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from triage.classify.checks.dra import binding_in_progress
 from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidence
 from triage.config import TriageConfig
 from triage.messages import (
@@ -52,6 +53,8 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
     gates = [str(g.get("name", "")) for g in subject.spec.get("schedulingGates") or []]
     if gates:
         return _gated(subject, fitting, gates)
+    if (bound := binding_in_progress(subject)) is not None:
+        return bound
     message = latest_scheduling_failure(subject.pod or {}, subject.events)
     if message is None and not scheduler_spoke(subject.pod or {}, subject.events):
         return None
