@@ -370,6 +370,22 @@ def _explain_elsewhere(subject: Subject) -> Finding:
 
 # -- the scheduler is binding: every claim allocated and reserved for the pod ------------------
 
+# What a binding pod waits on, by the device conditions that decide it.
+_BINDING = {
+    "bindingFailureConditions": (
+        "the scheduler allocated {held} on {where} for {pod}, but the driver reports a binding "
+        "failure ({conditions}): the scheduler releases the devices and tries again. If it "
+        "keeps failing, look at the DRA driver ({drivers}) for those devices."),
+    "bindingConditions": (
+        "the scheduler allocated {held} on {where} and waits for the devices to be ready "
+        "before it binds {pod} ({conditions}). Devices that must be attached first take a "
+        "while; if it lasts past the scheduler's binding timeout, look at the DRA driver "
+        "({drivers})."),
+    "": ("the scheduler allocated {held} on {where} and is binding {pod} now: ask again in a "
+         "moment. If it stays without a node, look at the scheduler's log for the pod."),
+}
+
+
 def binding_in_progress(subject: Subject) -> Finding | None:
     """A pod without a node whose claims are all allocated and reserved for it: the scheduler
     is binding it (PreBind), waiting for the devices' binding conditions if they have any. No
@@ -384,22 +400,12 @@ def binding_in_progress(subject: Subject) -> Finding | None:
     drivers = ", ".join(state.drivers)
     evidence = [Evidence(f"Pod {subject.label}", "claims (status.allocation, reservedFor)",
                          f"{held} on {where}")]
-    if state.failed:
-        evidence.append(Evidence("ResourceClaim status.devices[].conditions",
-                                 "bindingFailureConditions", "; ".join(state.failed[:4])))
-        action = (f"the scheduler allocated {held} on {where} for {subject.label}, but the "
-                  f"driver reports a binding failure ({'; '.join(state.failed[:2])}): the "
-                  "scheduler releases the devices and tries again. If it keeps failing, "
-                  f"look at the DRA driver ({drivers}) for those devices.")
-    elif state.waiting:
-        evidence.append(Evidence("ResourceClaim status.devices[].conditions",
-                                 "bindingConditions", "; ".join(state.waiting[:4])))
-        action = (f"the scheduler allocated {held} on {where} and waits for the devices to "
-                  f"be ready before it binds {subject.label} ({'; '.join(state.waiting[:2])}). "
-                  "Devices that must be attached first take a while; if it lasts past the "
-                  f"scheduler's binding timeout, look at the DRA driver ({drivers}).")
-    else:
-        action = (f"the scheduler allocated {held} on {where} and is binding "
-                  f"{subject.label} now: ask again in a moment. If it stays without a node, "
-                  "look at the scheduler's log for the pod.")
+    field, conditions = (("bindingFailureConditions", state.failed) if state.failed else
+                         ("bindingConditions", state.waiting))
+    if conditions:
+        evidence.append(Evidence("ResourceClaim status.devices[].conditions", field,
+                                 "; ".join(conditions[:4])))
+    action = _BINDING[field if conditions else ""].format(
+        held=held, where=where, pod=subject.label, drivers=drivers,
+        conditions="; ".join(conditions[:2]))
     return Finding(Cause.OTHER_CONSTRAINT, action, evidence + scheduler_evidence(subject))
