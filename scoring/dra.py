@@ -45,6 +45,8 @@ UNEVALUATED = "unevaluated"
 STAGES = (CLAIM_ELSEWHERE, NO_DEVICE, DEVICE_UNFIT, TOO_LARGE, EXHAUSTED)
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device: how allocation results name a device
+CounterKey = tuple[str, str, str]  # driver, pool, counter set
+_ZERO = Decimal(0)
 
 # Device.holder_source of DRA devices: claims' allocations say who holds each device.
 DRA_HOLDERS = "dra"
@@ -224,6 +226,26 @@ class Inventory:
         self._gpu_class: dict[str, bool] = {}
         self._extended: dict[str, str | None] = {}
         self._by_key: dict[DeviceKey, SliceDevice] | None = None
+        # Partitionable devices (DRAPartitionableDevices, beta in 1.36): a pool's shared
+        # counters, less what its allocated devices consume, and the claims consuming each
+        self.counter_sets: dict[CounterKey, dict[str, Decimal]] = {
+            (str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", "")),
+             str(counter_set.get("name", ""))): _amounts(counter_set.get("counters"))
+            for resource_slice in self.slices
+            for spec in [resource_slice.get("spec") or {}]
+            for counter_set in spec.get("sharedCounters") or [] if isinstance(counter_set, Mapping)}
+        self._left: dict[CounterKey, dict[str, Decimal]] = {
+            key: dict(counters) for key, counters in self.counter_sets.items()}
+        self._consumers: dict[CounterKey, list[Holder]] = defaultdict(list)
+        if self.counter_sets:
+            for device_key, holder in self.taken.items():
+                device = self.device(device_key)
+                for counter_key, amounts in (_consumption(device) if device else []):
+                    left = self._left.get(counter_key)
+                    if left is not None:
+                        for name, amount in amounts.items():
+                            left[name] = left.get(name, _ZERO) - amount
+                        self._consumers[counter_key].append(holder)
 
     # -- devices per node -------------------------------------------------------------
 
@@ -248,6 +270,33 @@ class Inventory:
         if self._by_key is None:
             self._by_key = {d.key: d for s in self.slices for d in _slice_devices(s)}
         return self._by_key.get(key)
+
+    def _counted_out(self, free: list[SliceDevice], needed: int
+                     ) -> list[tuple[SliceDevice, Holder]]:
+        """Of devices no claim holds, those the shared counters they consume leave no room
+        for once ``needed`` are taken, smallest consumers first (the most that can fit); each
+        is held by a claim that consumes its counters (the partitions of one physical GPU)."""
+        left = {key: dict(counters) for key, counters in self._left.items()}
+        out, fitted = [], 0
+        for device in sorted(free, key=lambda d: sum(
+                (amount for _, amounts in _consumption(d) for amount in amounts.values()),
+                _ZERO)):
+            if fitted == needed:
+                break  # enough fit: the rest are not looked at, as the allocator stops
+            consumption = _consumption(device)
+            short = [key for key, amounts in consumption if key in left and any(
+                left[key].get(name, _ZERO) < amount for name, amount in amounts.items())]
+            if short:
+                holders = self._consumers.get(short[0]) or [
+                    Holder(f"counter set {short[0][2]} of pool {short[0][1]}", ())]
+                out.append((device, holders[0]))
+                continue
+            fitted += 1
+            for key, amounts in consumption:
+                if key in left:
+                    for name, amount in amounts.items():
+                        left[key][name] = left[key].get(name, _ZERO) - amount
+        return out
 
     # -- selectors --------------------------------------------------------------------
 
@@ -539,6 +588,10 @@ class Inventory:
         held = [(d, self.taken[d.key]) for d in matching
                 if d.key in self.taken and d.key not in own and not alternative.admin
                 and not d.raw.get("allowMultipleAllocations")]
+        if self.counter_sets and not alternative.admin:
+            held += self._counted_out([d for d in matching if d.key not in self.taken],
+                                      len(matching) if alternative.mode == "All"
+                                      else alternative.count)
         free = len(matching) - len(held)
         needed = len(matching) if alternative.mode == "All" else alternative.count
         if free < needed:
@@ -696,6 +749,24 @@ def _int(value: Any) -> int:
         return int(value or 0)
     except (TypeError, ValueError):
         return 0
+
+
+def _amounts(counters: Any) -> dict[str, Decimal]:
+    """``{name: {value: quantity}}`` as numbers; an unreadable value counts as 0."""
+    found = {}
+    for name, counter in (counters or {}).items() if isinstance(counters, Mapping) else ():
+        try:
+            found[str(name)] = parse_quantity((counter or {}).get("value", 0))
+        except (QuantityError, AttributeError):
+            found[str(name)] = _ZERO
+    return found
+
+
+def _consumption(device: SliceDevice) -> list[tuple[CounterKey, dict[str, Decimal]]]:
+    """The shared counters a device uses up when allocated (consumesCounters)."""
+    return [((device.driver, device.pool, str(entry.get("counterSet", ""))),
+             _amounts(entry.get("counters")))
+            for entry in device.raw.get("consumesCounters") or [] if isinstance(entry, Mapping)]
 
 
 def _slice_devices(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:

@@ -406,3 +406,55 @@ def test_a_taint_on_some_devices_leaves_the_others_usable() -> None:
         return inventory.fit(inventory.pod_claims(pod), NODES["dra-a100-2"]).stage
     # dra-a100-2: gpu-0 is finetune-1g's, gpu-3 tainted; gpu-1 and gpu-2 are free
     assert [stage(n) for n in (2, 3, 4, 5)] == [None, EXHAUSTED, DEVICE_UNFIT, TOO_LARGE]
+
+
+# -- partitionable devices (DRAPartitionableDevices): shared counters ------------------------
+
+def _partitioned(gpu0_allocated: bool) -> Inventory:
+    """dra-a100-2 as a driver publishes a GPU and its two halves: gpu-0 and gpu-0-half-0/1
+    consume the counter set gpu-0-counters (80Gi), published in a slice of its own."""
+    items = copy.deepcopy(DRA)
+    a100 = next(i for i in items if i["kind"] == "ResourceSlice"
+                and i["spec"]["nodeName"] == "dra-a100-2")
+    gpu0 = a100["spec"]["devices"][0]
+    gpu0["consumesCounters"] = [{"counterSet": "gpu-0-counters",
+                                 "counters": {"memory": {"value": "80Gi"}}}]
+    for half in (0, 1):
+        device = copy.deepcopy(gpu0)
+        device["name"] = f"gpu-0-half-{half}"
+        device["consumesCounters"][0]["counters"]["memory"]["value"] = "40Gi"
+        a100["spec"]["devices"].append(device)
+    counters = copy.deepcopy(a100)
+    counters["metadata"]["name"] = "dra-a100-2-gpu.nvidia.com-counters"
+    counters["spec"].pop("devices")
+    counters["spec"].pop("nodeName", None)
+    counters["spec"]["sharedCounters"] = [{"name": "gpu-0-counters",
+                                           "counters": {"memory": {"value": "80Gi"}}}]
+    items.append(counters)
+    if not gpu0_allocated:
+        items = [i for i in items if not i["metadata"]["name"].startswith("finetune-1g-gpu-")]
+    return Inventory(items, DEFAULT_GPU_DRIVERS)
+
+
+def _pair_on_a100_2(inventory: Inventory, count: int) -> Any:
+    claim = next(c for key, c in inventory.claims.items() if key[1].startswith("pinned-a-gpu-"))
+    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = count
+    return inventory.fit(inventory.pod_claims(_pod("vision", "pinned-a")), NODES["dra-a100-2"])
+
+
+def test_partitions_of_an_allocated_gpu_are_not_free() -> None:
+    # finetune-1g holds gpu-0, which uses all of gpu-0-counters: its halves cannot be had
+    fit = _pair_on_a100_2(_partitioned(gpu0_allocated=True), 4)
+    assert fit.stage == EXHAUSTED  # gpu-1..3 are free; the halves are counted out
+    outcome = fit.requests[0]
+    assert sorted(d.name for d, _ in outcome.holders) == ["gpu-0", "gpu-0-half-0",
+                                                          "gpu-0-half-1"]
+    assert {h.claim for _, h in outcome.holders} == {"vision/finetune-1g-gpu-7hfk8"}
+    assert _pair_on_a100_2(_partitioned(gpu0_allocated=True), 3).stage is None
+
+
+def test_free_partitions_fit_as_many_as_the_counters_allow() -> None:
+    inventory = _partitioned(gpu0_allocated=False)
+    # gpu-1..3 and both halves (40Gi + 40Gi of 80Gi): five devices; gpu-0 itself then not
+    assert _pair_on_a100_2(inventory, 5).stage is None
+    assert _pair_on_a100_2(_partitioned(gpu0_allocated=False), 6).stage == EXHAUSTED
