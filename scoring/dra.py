@@ -629,9 +629,11 @@ class Inventory:
                                            for c in classes)]
         if not shown:
             shown = [d for d in devices if d.driver in self.gpu_drivers]
+        # devices no claim names but whose shared counters a claim's devices use up
+        counted_out = {d.key: h for o in outcomes for d, h in o.holders if d.key not in self.taken}
         rows = []
         for position, device in enumerate(shown):
-            holder = self.taken.get(device.key)
+            holder = self.taken.get(device.key) or counted_out.get(device.key)
             code = None
             for outcome in outcomes:
                 alternative = outcome.alternative
@@ -650,7 +652,8 @@ class Inventory:
                           if isinstance(t, Mapping) and t.get("effect") in BLOCKING_DEVICE_EFFECTS]
                 code = f"tainted {', '.join(taints)}" if taints else None
             if code is None and holder is not None:
-                code = f"allocated to {holder.claim}"
+                code = (f"its shared counters are used by {holder.claim}"
+                        if device.key in counted_out else f"allocated to {holder.claim}")
             rows.append(Device(uuid=device.name, index=_index(device, position),
                                type=device.product, memory_total=_mib(device.memory),
                                holders=list(holder.pods or (f"claim {holder.claim}",))

@@ -450,6 +450,11 @@ def test_partitions_of_an_allocated_gpu_are_not_free() -> None:
     assert sorted(d.name for d, _ in outcome.holders) == ["gpu-0", "gpu-0-half-0",
                                                           "gpu-0-half-1"]
     assert {h.claim for _, h in outcome.holders} == {"vision/finetune-1g-gpu-7hfk8"}
+    codes = {row.uuid: row.code for row in _partitioned(gpu0_allocated=True).device_rows(fit)}
+    assert codes["gpu-0"] == "allocated to vision/finetune-1g-gpu-7hfk8"
+    assert codes["gpu-0-half-1"] == ("its shared counters are used by "
+                                     "vision/finetune-1g-gpu-7hfk8")
+    assert codes["gpu-1"] is None
     assert _pair_on_a100_2(_partitioned(gpu0_allocated=True), 3).stage is None
 
 
