@@ -122,10 +122,15 @@ def classify_reason(text: str) -> str:
     return "other"
 
 
+def event_component(event: Mapping[str, Any]) -> str:
+    """Who wrote an event: events.k8s.io's reportingComponent and core/v1's source.component
+    (a scheduler fills the first only, a kubelet or controller both)."""
+    return (event.get("reportingComponent") or ""
+            ) + " " + ((event.get("source") or {}).get("component") or "")
+
+
 def is_scheduler_event(event: Mapping[str, Any]) -> bool:
-    component = (event.get("reportingComponent") or ""
-                 ) + " " + ((event.get("source") or {}).get("component") or "")
-    return event.get("reason") in SCHEDULER_REASONS or "scheduler" in component
+    return event.get("reason") in SCHEDULER_REASONS or "scheduler" in event_component(event)
 
 
 # The reason the API server (not a scheduler) gives PodScheduled=False on a gated pod.

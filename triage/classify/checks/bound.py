@@ -7,6 +7,7 @@ from typing import Any
 
 from triage.classify.checks.dra import allocation_evidence
 from triage.classify.subject import Finding, Subject
+from triage.messages import event_component
 from triage.objects import K8sObject, object_key
 from triage.snapshot import Snapshot
 from triage.verdict import Evidence
@@ -162,9 +163,7 @@ def _kubelet_warning(events: list[K8sObject]) -> tuple[str, str, str] | None:
     """The kubelet's newest warning about a pod still Pending on its node (a volume that does
     not mount or attach, ...): what is holding its containers back."""
     for event in events:  # newest first
-        component = (event.get("reportingComponent") or ""
-                     ) + " " + ((event.get("source") or {}).get("component") or "")
-        if event.get("type") == "Warning" and "kubelet" in component:
+        if event.get("type") == "Warning" and "kubelet" in event_component(event):
             said = f"{event.get('reason')}: {event.get('message') or ''}"[:_MESSAGE_LENGTH]
             return (f"event {event.get('reason')}", said,
                     f"but the kubelet says {said.rstrip(': ')}. Fix what it names.")
