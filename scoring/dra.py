@@ -278,12 +278,12 @@ class Inventory:
         is held by a claim that consumes its counters (the partitions of one physical GPU)."""
         left = {key: dict(counters) for key, counters in self._left.items()}
         out, fitted = [], 0
-        for device in sorted(free, key=lambda d: sum(
-                (amount for _, amounts in _consumption(d) for amount in amounts.values()),
-                _ZERO)):
+        consuming = [(device, _consumption(device)) for device in free]
+        consuming.sort(key=lambda pair: sum(
+            (amount for _, amounts in pair[1] for amount in amounts.values()), _ZERO))
+        for device, consumption in consuming:
             if fitted == needed:
                 break  # enough fit: the rest are not looked at, as the allocator stops
-            consumption = _consumption(device)
             short = [key for key, amounts in consumption if key in left and any(
                 left[key].get(name, _ZERO) < amount for name, amount in amounts.items())]
             if short:
@@ -577,7 +577,8 @@ class Inventory:
         tainted = [(d, taints) for d in matching
                    if (taints := untolerated_device_taints(d, alternative))]
         if tainted:
-            usable = [d for d in matching if all(d is not t for t, _ in tainted)]
+            skipped = {d.key for d, _ in tainted}
+            usable = [d for d in matching if d.key not in skipped]
             if not usable or (alternative.mode != "All" and len(usable) < alternative.count):
                 texts = ", ".join(f"{d.name} {' '.join(t)}" for d, t in tainted[:4])
                 return RequestOutcome(request, DEVICE_UNFIT, f"{len(tainted)}/{len(matching)} "
@@ -648,8 +649,7 @@ class Inventory:
                                 else f"fails {expression}")
                         break
             if code is None:
-                taints = [taint_text(t) for t in device.raw.get("taints") or []
-                          if isinstance(t, Mapping) and t.get("effect") in BLOCKING_DEVICE_EFFECTS]
+                taints = [taint_text(t) for t in blocking_device_taints(device)]
                 code = f"tainted {', '.join(taints)}" if taints else None
             if code is None and holder is not None:
                 code = (f"its shared counters are used by {holder.claim}"
@@ -714,16 +714,19 @@ def _alternative(label: str, spec: Mapping[str, Any]) -> Alternative:
 BLOCKING_DEVICE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
+def blocking_device_taints(device: SliceDevice) -> list[Mapping[str, Any]]:
+    """The device's taints that keep the allocator off it unless tolerated (DRADeviceTaints,
+    beta in 1.36)."""
+    return [t for t in device.raw.get("taints") or []
+            if isinstance(t, Mapping) and t.get("effect") in BLOCKING_DEVICE_EFFECTS]
+
+
 def untolerated_device_taints(device: SliceDevice, alternative: Alternative) -> list[str]:
-    """The device's taints that keep this request off it (DRADeviceTaints, beta in 1.36),
-    as ``key=value:effect``; a toleration matches as a pod's does a node taint."""
-    found = []
-    for taint in device.raw.get("taints") or []:
-        if not isinstance(taint, Mapping) or taint.get("effect") not in BLOCKING_DEVICE_EFFECTS:
-            continue
-        if not tolerates(list(alternative.tolerations), taint):
-            found.append(taint_text(taint))
-    return found
+    """The device's blocking taints this request does not tolerate, as ``key=value:effect``;
+    a toleration matches as a pod's does a node taint."""
+    tolerations = list(alternative.tolerations)
+    return [taint_text(t) for t in blocking_device_taints(device)
+            if not tolerates(tolerations, t)]
 
 
 
