@@ -105,6 +105,13 @@ def all_containers(spec: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
     yield from spec.get("containers") or []
 
 
+def named_resources(spec: Mapping[str, Any]) -> set[str]:
+    """Every resource name the containers' limits or requests mention, values unread."""
+    return {name for container in all_containers(spec)
+            for section in ("limits", "requests")
+            for name in ((container.get("resources") or {}).get(section) or {})}
+
+
 def resource_names(spec: Mapping[str, Any]) -> set[str]:
     return {name for c in all_containers(spec) for name in container_resources(c)}
 

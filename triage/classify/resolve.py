@@ -14,7 +14,7 @@ from triage.classify.report import assemble
 from triage.classify.subject import Finding, Subject, When
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.objects import K8sObject, is_terminated, object_key
-from triage.pods import all_containers, effective_request, gpu_requests
+from triage.pods import effective_request, gpu_requests, named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
 from triage.verdict import Verdict
@@ -153,9 +153,7 @@ def _claim_set(snapshot: Snapshot, config: TriageConfig, namespace: str,
 def _extended_asks(spec: Mapping[str, Any], gpu: Mapping[str, int]) -> dict[str, int]:
     """The extended resources a DeviceClass might serve: the pod's GPU resources, and any
     ``deviceclass.resource.kubernetes.io/<class>`` it asks for by the class's own name."""
-    implicit = {name for c in all_containers(spec)
-                for section in ((c.get("resources") or {}).get("limits") or {},
-                                (c.get("resources") or {}).get("requests") or {})
-                for name in section if name.startswith(IMPLICIT_EXTENDED_PREFIX)}
+    implicit = {name for name in named_resources(spec)
+                if name.startswith(IMPLICIT_EXTENDED_PREFIX)}
     return {**gpu, **{name: count for name in sorted(implicit)
                       if (count := int(effective_request(spec, name))) > 0}}

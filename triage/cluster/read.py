@@ -63,7 +63,7 @@ from triage.cluster.reader import (
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.objects import K8sObject, object_key
-from triage.pods import all_containers
+from triage.pods import named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339
 
@@ -267,10 +267,7 @@ def extended_names(found: RefObjects) -> set[str]:
     """The extended resources (domain-prefixed names) the ref's pending pods ask for: a
     DeviceClass may serve them through DRA."""
     return {name for pod in found.pods if not (spec := pod.get("spec") or {}).get("nodeName")
-            for container in all_containers(spec)
-            for section in ("limits", "requests")
-            for name in ((container.get("resources") or {}).get(section) or {})
-            if "/" in name}
+            for name in named_resources(spec) if "/" in name}
 
 
 def read_extended_classes(reader: ClusterReader, found: RefObjects, publishes: bool,
