@@ -22,7 +22,7 @@ def rss_bytes() -> int:
 
 
 def main() -> int:
-    from bot.sources import WatchSource
+    from bot.clusters.sources import WatchSource
     from triage.classify import triage
     from triage.cluster import load_api_client
     from triage.refs import parse_ref

@@ -6,8 +6,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy.engine import Connection
 
-from bot.models import Base
 from bot.store import database_url, make_engine
+from bot.store.models import Base
 
 
 def run_migrations(connection: Connection) -> None:

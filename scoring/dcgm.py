@@ -1,6 +1,6 @@
 """DCGM exporter's per-GPU series, as the Prometheus HTTP API returns them, as device facts.
 
-Pure: PromQL text is built here, the HTTP call is made at the edge (bot.telemetry), and the
+Pure: PromQL text is built here, the HTTP call is made at the edge (bot.clusters.telemetry), and the
 JSON it gets back (``{"status": "success", "data": {"resultType": "vector" | "matrix",
 "result": [{"metric": {...}, "value": [t, "v"]} | {"metric": {...}, "values": [...]}]}}``) is
 read here into :class:`GpuFacts`, one per GPU. :func:`with_telemetry` then adds those facts to

@@ -21,9 +21,9 @@ from bot.alerts.store import AlertStore
 from bot.alerts.watch import StuckPodWatch
 from bot.alerts.webhook import WebhookSender
 from bot.config import BotConfig
-from bot.listeners.state import BotState
-from bot.metrics import REGISTRY
+from bot.slack.listeners.state import BotState
 from bot.store import Store
+from bot.web.metrics import REGISTRY
 from tests.conftest import find, load_lists
 from tests.slackfake import FakeSlack
 from triage.classify import triage

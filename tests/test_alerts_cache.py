@@ -16,8 +16,8 @@ from bot.alerts.store import AlertStore
 from bot.alerts.stuck import stuck_groups
 from bot.alerts.watch import StuckPodWatch
 from bot.alerts.webhook import WebhookSender
-from bot.listeners.state import BotState
-from bot.sources import SnapshotSource, WatchSource
+from bot.clusters.sources import SnapshotSource, WatchSource
+from bot.slack.listeners.state import BotState
 from bot.store import Store
 from tests.alertkit import settings
 from tests.cluster.conftest import eventually, watch_source

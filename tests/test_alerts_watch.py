@@ -15,7 +15,7 @@ import pytest
 from slack_bolt import BoltRequest
 from slack_sdk import WebClient
 
-from bot.app import bolt_app
+from bot.slack.app import bolt_app
 from tests.alertkit import (
     CREATED,
     TRAINER_PODS,

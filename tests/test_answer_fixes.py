@@ -24,11 +24,11 @@ from test_slack_app import (
     wait_until,
 )
 
-from bot.byline import age_text, byline
+from bot.answer.byline import age_text, byline
+from bot.answer.visibility import hide_text
+from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
 from bot.config import BotConfig
-from bot.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
 from bot.store import Store
-from bot.visibility import hide_text
 from tests.kubeapi import FakeKubeAPI, status_body
 from tests.slackfake import FakeSlack
 from triage.refs import parse_ref
@@ -127,7 +127,7 @@ RESEARCH_ONLY = BotConfig(database_url="sqlite://",
 
 def test_holders_in_other_namespaces_are_not_named(slack: FakeSlack,
                                                    caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="bot.listeners.state")
+    caplog.set_level(logging.INFO, logger="bot.slack.listeners.state")
     app = make_app(slack, SnapshotSource(SEVEN_STATES), config=RESEARCH_ONLY)
     ask(app, slack, "research/full")
     [post] = slack.wait_for("chat.postMessage")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import build_parser
-from bot.commands import COMMANDS
+from bot.cli.commands import COMMANDS
+from bot.cli.main import build_parser
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI
 
@@ -22,20 +22,23 @@ HEAVY = ("sqlalchemy", "alembic", "kubernetes", "slack_sdk", "slack_bolt")
 # What a live answer without DRA or a typo does without (CEL: DRA selectors; rapidfuzz: "did
 # you mean").
 LIVE_UNUSED = ("sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "celpy", "rapidfuzz")
+# Each command's own module, and the option types they share.
+COMMAND_MODULES = {command.module for command in COMMANDS.values()} | {"bot.cli.options"}
 PROBE = """
 import json, sys
-from bot.cli import main
+from bot.cli.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:
     pass
 print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r}
-                        or m.startswith("bot.cli_"))))
+                        or m in {commands!r})))
 """
 
 
 def loaded_by(*argv: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
-    done = subprocess.run([sys.executable, "-c", PROBE.format(heavy=set(heavy)), *argv],
+    probe = PROBE.format(heavy=set(heavy), commands=COMMAND_MODULES)
+    done = subprocess.run([sys.executable, "-c", probe, *argv],
                           capture_output=True, text=True, check=True,
                           cwd=Path(__file__).parents[1])
     loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -51,12 +54,12 @@ def test_every_registered_command_is_listed_with_its_module() -> None:
 
 
 def test_help_imports_no_command_module() -> None:
-    assert loaded_by("--help") == ["bot.cli_options"]  # the shared, light option types
+    assert loaded_by("--help") == ["bot.cli.options"]  # the shared, light option types
 
 
 def test_triage_of_a_dump_loads_no_store_client_or_slack(tmp_path: Path) -> None:
     loaded = loaded_by("triage", "ns/pod", "--snapshot", str(tmp_path), "--no-record")
-    assert loaded == ["bot.cli_options", "bot.cli_triage"]
+    assert loaded == ["bot.cli.options", "bot.cli.triage"]
 
 
 def test_live_triage_loads_no_store_slack_cel_or_fuzzy_matching(tmp_path: Path) -> None:
@@ -65,7 +68,7 @@ def test_live_triage_loads_no_store_slack_cel_or_fuzzy_matching(tmp_path: Path) 
         loaded = loaded_by("triage", "research/full", "--no-record", "--kubeconfig", kubeconfig,
                            heavy=LIVE_UNUSED)
         assert api.count() >= 3  # it did read the cluster
-    assert loaded == ["bot.cli_options", "bot.cli_triage"]
+    assert loaded == ["bot.cli.options", "bot.cli.triage"]
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from tests.conftest import SCENARIOS
 
 SEVEN = str(SCENARIOS / "seven-states")

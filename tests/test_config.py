@@ -10,7 +10,7 @@ import pytest
 import yaml
 from pydantic import TypeAdapter
 
-from bot.cli import main
+from bot.cli.main import main
 from bot.config import BotConfig, ConfigError, DigestSchedule, load_config
 from tests.conftest import SCENARIOS
 

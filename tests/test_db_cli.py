@@ -8,7 +8,7 @@ from pathlib import Path
 import alembic.command
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from bot.store import Store, alembic_config
 from triage.verdict import Verdict
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.sources import SnapshotSource
+from bot.clusters.sources import SnapshotSource
 from scoring.dcgm import (
     ECC,
     FAMILIES,

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
+from bot.cli.doctor import READ_RESOURCES, READ_VERBS
 from bot.config import load_config
-from bot.doctor import READ_RESOURCES, READ_VERBS
 from tests.conftest import kubectl_or_skip
 from triage.cluster import EVENTS, NODES, PODS, QUOTAS, RUNTIME_CLASSES, WORKLOADS
 

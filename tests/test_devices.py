@@ -15,13 +15,13 @@ import requests
 import responses
 from slack_bolt import App, BoltRequest
 
-from bot.app import create_app, slack_client
-from bot.cli import main
+from bot.answer.devices import devices_terminal, held_line, node_table, relevant_nodes
+from bot.answer.visibility import visible_verdict
+from bot.cli.main import main
+from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
+from bot.clusters.telemetry import PrometheusClient, PrometheusSettings, TelemetrySource
 from bot.config import BotConfig
-from bot.devices import devices_terminal, held_line, node_table, relevant_nodes
-from bot.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
-from bot.telemetry import PrometheusClient, PrometheusSettings, TelemetrySource
-from bot.visibility import visible_verdict
+from bot.slack.app import create_app, slack_client
 from tests.kubeapi import FakeKubeAPI
 from tests.prometheus import AT, QUERY_URL, URL, sent_queries, seven_states_prometheus
 from tests.slackfake import FakeSlack, block_kit_problems, command_body, message_event, sign
@@ -136,7 +136,7 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 
 def test_cli_devices_with_prometheus(capsys: pytest.CaptureFixture[str],
                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("bot.telemetry.wall_clock", lambda: AT)
+    monkeypatch.setattr("bot.clusters.telemetry.wall_clock", lambda: AT)
     with seven_states_prometheus() as prometheus:
         code, out, _ = run(["devices", "research/full", "--snapshot", str(SEVEN_STATES),
                             "--prometheus", URL], capsys)
@@ -156,7 +156,7 @@ def test_cli_devices_with_prometheus(capsys: pytest.CaptureFixture[str],
 
 def test_cli_devices_json(capsys: pytest.CaptureFixture[str],
                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("bot.telemetry.wall_clock", lambda: AT)
+    monkeypatch.setattr("bot.clusters.telemetry.wall_clock", lambda: AT)
     with seven_states_prometheus():
         code, out, _ = run(["devices", "research/broken-node", "--snapshot",
                             str(SEVEN_STATES), "--prometheus", URL, "--format", "json"], capsys)

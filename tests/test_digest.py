@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.clusters.sources import SnapshotSource
 from bot.config import DigestSchedule
 from bot.digest import (
     DigestError,
@@ -31,7 +32,6 @@ from bot.digest import (
     week_key,
     week_start,
 )
-from bot.sources import SnapshotSource
 from bot.store import Store, StoredIncident
 from triage.refs import parse_ref
 from triage.verdict import NodeReport, Verdict

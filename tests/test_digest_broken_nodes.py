@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+from bot.clusters.sources import SnapshotSource
 from bot.digest import BrokenNode, digest_blocks, digest_text, load_digest
-from bot.sources import SnapshotSource
 from bot.store import Store
 from triage.refs import parse_ref
 

@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from slack_sdk import WebClient
 
-from bot.cli import main
+from bot.cli.main import main
 from bot.config import DigestSchedule, load_config
 from bot.digest import Blocks, DigestScheduler, last_full_week, stats_blocks, week_key
 from bot.store import Store

@@ -10,8 +10,8 @@ import alembic.command
 import pytest
 import yaml
 
-from bot.cli import main
-from bot.doctor import BOT_SCOPES, READ_RESOURCES, READ_VERBS
+from bot.cli.doctor import BOT_SCOPES, READ_RESOURCES, READ_VERBS
+from bot.cli.main import main
 from bot.store import Store, alembic_config
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI, forbidden_status

@@ -23,15 +23,15 @@ from test_slack_app import (
     wait_until,
 )
 
-from bot.cli import main
+from bot.cli.main import main
+from bot.clusters.fleet import Fleet, UnknownClusterError, build_fleet, split_cluster
+from bot.clusters.sources import SnapshotSource, WatchSource
 from bot.config import BotConfig, ChannelAccess, ClusterSource
 from bot.digest import Scope, digest_blocks, digest_text, last_full_week, load_digest
-from bot.fleet import Fleet, UnknownClusterError, build_fleet, split_cluster
-from bot.metrics import READINGS
-from bot.metrics import page as metrics_page
-from bot.serve import clusters_up, readiness_checks
-from bot.sources import SnapshotSource, WatchSource
 from bot.store import Store, StoredIncident
+from bot.web.metrics import READINGS
+from bot.web.metrics import page as metrics_page
+from bot.web.serve import clusters_up, readiness_checks
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI
 from tests.slackfake import (

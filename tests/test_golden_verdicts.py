@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from bench.generate import generate, pending_refs
-from bot.render import render_text
+from bot.answer.render import render_text
 from triage.classify import triage
 from triage.config import TriageConfig
 from triage.refs import parse_ref

@@ -21,11 +21,11 @@ from test_serve import SEVEN_STATES, environment, post_signed
 from test_serve_endpoint import FORM, post, serving, signed
 from test_slack_app import CHANNEL, SECRET, simple_source, wait_until
 
-from bot.app import bolt_app, slack_client
 from bot.config import BotConfig
-from bot.journal import IncidentJournal, JournalEntry, JournalError
-from bot.listeners.state import BotState
+from bot.slack.app import bolt_app, slack_client
+from bot.slack.listeners.state import BotState
 from bot.store import Store
+from bot.store.journal import IncidentJournal, JournalEntry, JournalError
 from tests.slackfake import FakeSlack, ServeProcess, command_body, http, message_event
 from triage.verdict import Verdict
 

@@ -13,12 +13,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from slack_sdk.errors import SlackApiError
 
-from bot.app import slack_client
-from bot.cli import main
+from bot.cli.main import main
+from bot.clusters.sources import LiveSource
 from bot.digest import load_digest, post_once
-from bot.metrics import READINGS, REGISTRY, CacheReading, page, resource_of
-from bot.sources import LiveSource
+from bot.slack.app import slack_client
 from bot.store import RecordingStore, Store
+from bot.web.metrics import READINGS, REGISTRY, CacheReading, page, resource_of
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 from tests.slackfake import FakeSlack, FakeSocketMode, ServeProcess, command_body, http, sign

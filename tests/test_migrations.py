@@ -16,9 +16,9 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
-from bot.cli import main
-from bot.models import Base
+from bot.cli.main import main
 from bot.store import MIGRATIONS_DIR, Store, alembic_config
+from bot.store.models import Base
 from triage.verdict import Verdict
 
 ALERT_TABLES = {"alert_claims", "alert_threads", "alert_posts"}

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.generate import generate, pending_refs
-from bot.cli import main
+from bot.cli.main import main
 from tests.conftest import SCENARIOS
 
 REPO = Path(__file__).parents[1]
@@ -27,7 +27,7 @@ def _exit(code):
     os.write(2, b"ended at once\\n")
     end_now(code)
 os._exit = _exit
-from bot.cli import {entry}
+from bot.cli.main import {entry}
 sys.exit({entry}({args}))
 """
 

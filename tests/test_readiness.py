@@ -11,8 +11,8 @@ from typing import TypeVar
 
 import pytest
 
-from bot.serve import Check, cluster_check
-from bot.sources import WatchSource
+from bot.clusters.sources import WatchSource
+from bot.web.serve import Check, cluster_check
 from tests.kubeapi import FakeKubeAPI
 from triage.cluster import load_api_client
 

@@ -79,7 +79,7 @@ def test_namespace_named_like_a_kind_prefix() -> None:
 
 def test_cli_prints_only_the_verdict_json(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-c", "from bot.cli import main; raise SystemExit(main())", "triage",
+        [sys.executable, "-c", "from bot.cli.main import main; raise SystemExit(main())", "triage",
          "lab/cordon-tolerated", "--snapshot", str(EXTRA / "funnel-edges"), "--format", "json",
          "--db", f"sqlite:///{tmp_path / 'incidents.db'}"],
         capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent.parent, check=False)

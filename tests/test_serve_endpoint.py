@@ -1,4 +1,4 @@
-"""The HTTP endpoint `gpuwhy serve` runs (bot.web.HTTPServer with serve's routes), in this
+"""The HTTP endpoint `gpuwhy serve` runs (bot.web.server.HTTPServer with serve's routes), in this
 process: Slack's 3-second ack rule under slow triage, signatures, retries, health and
 readiness."""
 
@@ -19,10 +19,12 @@ import pytest
 from slack_bolt import App
 from test_slack_app import CHANNEL, SECRET, make_app, simple_source, wait_until, web_calls
 
-from bot.app import bolt_app, slack_client
+from bot.clusters.sources import SnapshotSource
 from bot.config import BotConfig
-from bot.listeners.state import BotState
-from bot.serve import (
+from bot.slack.app import bolt_app, slack_client
+from bot.slack.listeners.state import BotState
+from bot.store import Store
+from bot.web.serve import (
     Readiness,
     ReplayGuard,
     SlackEndpoint,
@@ -30,9 +32,7 @@ from bot.serve import (
     http_routes,
     source_ready,
 )
-from bot.sources import SnapshotSource
-from bot.store import Store
-from bot.web import HTTPLimits, HTTPServer
+from bot.web.server import HTTPLimits, HTTPServer
 from tests.slackfake import FakeSlack, command_body, http, message_event, sign
 from triage.refs import PodRef
 from triage.verdict import Verdict
@@ -156,7 +156,7 @@ def test_bad_signatures_are_refused_with_401_and_no_action(slack: FakeSlack) -> 
 
 def test_a_retried_event_through_the_endpoint_is_answered_once(
         slack: FakeSlack, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="bot.listeners.state")
+    caplog.set_level(logging.INFO, logger="bot.slack.listeners.state")
     with serving(make_app(slack, simple_source())) as port:
         command = command_body("research/full", response_url=slack.response_url())
         assert post(port, command, **signed(command)) == (200, "")

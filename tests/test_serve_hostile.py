@@ -20,7 +20,7 @@ from test_serve import SEVEN_STATES, environment
 from test_serve_endpoint import serving as endpoint_serving
 from test_slack_app import SECRET, make_app, simple_source, web_calls
 
-from bot.web import HTTPLimits
+from bot.web.server import HTTPLimits
 from tests.slackfake import FakeSlack, ServeProcess, command_body, http, sign
 
 MIB = 1 << 20

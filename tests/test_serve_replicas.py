@@ -20,8 +20,8 @@ from test_slack_app import (
     wait_until,
 )
 
-from bot.serve import ReplayGuard
 from bot.store import Store
+from bot.web.serve import ReplayGuard
 from tests.slackfake import FakeSlack, command_body, sign
 
 JSON = "application/json"
@@ -40,7 +40,7 @@ def replicas(database_url: str) -> Iterator[tuple[Store, Store]]:
 def test_a_retry_reaching_the_other_replica_is_not_answered_again(
         replicas: tuple[Store, Store], slack: FakeSlack,
         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="bot.listeners.messages")
+    caplog.set_level(logging.INFO, logger="bot.slack.listeners.messages")
     store_a, store_b = replicas
     replica_a = make_app(slack, simple_source(), store=store_a)
     replica_b = make_app(slack, simple_source(), store=store_b)
@@ -66,7 +66,7 @@ def test_a_retry_reaching_the_other_replica_is_not_answered_again(
 def test_a_signed_command_replayed_four_times_is_answered_once(
         replicas: tuple[Store, Store], slack: FakeSlack,
         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="bot.serve")
+    caplog.set_level(logging.INFO, logger="bot.web.serve")
     store_a, store_b = replicas
     body = command_body("research/full", response_url=slack.response_url())
     headers = sign(SECRET, body)  # one timestamp, one signature: the same request each time

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from slack_bolt import App, BoltRequest, BoltResponse
 
-from bot.app import create_app, slack_client
+from bot.clusters.sources import LiveSource, SnapshotSource
 from bot.config import BotConfig
 from bot.digest import stats_blocks, stats_text
-from bot.sources import LiveSource, SnapshotSource
+from bot.slack.app import create_app, slack_client
 from bot.store import Store
 from tests.kubeapi import FakeKubeAPI
 from tests.slackfake import (
@@ -141,7 +141,7 @@ Answer = Callable[..., str]
 @pytest.fixture
 def answered(caplog: pytest.LogCaptureFixture) -> Answer:
     """Ask, wait until the answer is posted and remembered; returns its message ts."""
-    caplog.set_level(logging.INFO, logger="bot.listeners.state")
+    caplog.set_level(logging.INFO, logger="bot.slack.listeners.state")
 
     def answer(app: App, slack: FakeSlack, text: str = "research/full", **kwargs: Any) -> str:
         count = len(slack.calls_to("chat.postMessage")) + 1

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from bot.blocks import escape_mrkdwn, verdict_blocks, verdict_text
-from bot.devices import devices_blocks, devices_text
-from bot.sources import SnapshotSource
+from bot.answer.blocks import escape_mrkdwn, verdict_blocks, verdict_text
+from bot.answer.devices import devices_blocks, devices_text
+from bot.clusters.sources import SnapshotSource
 from tests.slackfake import MAX_BUTTON_VALUE, block_kit_problems, live_mrkdwn
 from triage.refs import parse_ref
 from triage.verdict import Device, Evidence, NodeReport, Verdict

@@ -12,8 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from test_slack_app import ask, make_app, simple_source, wait_until
 
-import bot.listeners.commands
-from bot.blocks import verdict_blocks
+import bot.slack.listeners.commands
+from bot.answer.blocks import verdict_blocks
 from bot.digest import digest_blocks, load_digest, stats_blocks, week_start
 from bot.store import Store
 from tests.slackfake import FakeSlack, block_kit_problems
@@ -82,7 +82,7 @@ def test_a_refused_answer_is_logged_and_posted_as_plain_text(
         # A section past what it may hold.
         return [{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3001}}, *blocks]
 
-    monkeypatch.setattr(bot.listeners.commands, "verdict_blocks", oversized)
+    monkeypatch.setattr(bot.slack.listeners.commands, "verdict_blocks", oversized)
     caplog.set_level(logging.WARNING)
     app = make_app(slack, simple_source())
     ask(app, slack, "research/full")
@@ -97,7 +97,7 @@ def test_a_refused_answer_is_logged_and_posted_as_plain_text(
 def test_a_refused_stats_reply_is_sent_as_plain_text(
         busy_store: Store, slack: FakeSlack, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(bot.listeners.commands, "stats_blocks",
+    monkeypatch.setattr(bot.slack.listeners.commands, "stats_blocks",
                         lambda *args: [{"type": "section", "text": {"type": "mrkdwn",
                                                                     "text": "x" * 3001}}])
     caplog.set_level(logging.WARNING)

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from bot.sources import SnapshotSource
+from bot.clusters.sources import SnapshotSource
 from tests.conftest import SCENARIOS
 from triage.refs import parse_ref
 

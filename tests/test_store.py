@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy import func, inspect, select, text
 from sqlalchemy.engine import make_url
 
-from bot.models import Incident
 from bot.store import (
     DuplicateThreadError,
     RecordingStore,
@@ -25,6 +24,7 @@ from bot.store import (
 from bot.store import (
     database_url as resolve_database_url,
 )
+from bot.store.models import Incident
 from tests.pg import OwnServer, without_server
 from triage.verdict import Device, Evidence, NodeReport, Verdict
 

@@ -1,4 +1,4 @@
-"""bot.telemetry: Prometheus queries made with requests (mocked by `responses`, and a real
+"""bot.clusters.telemetry: Prometheus queries made with requests (mocked by `responses`, and a real
 slow server for the timeout), and answers that go out with or without telemetry."""
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ import pytest
 import requests
 import responses
 
-from bot.config import BotConfig, ConfigError, load_config
-from bot.metrics import REGISTRY
-from bot.sources import SnapshotSource
-from bot.telemetry import (
+from bot.clusters.sources import SnapshotSource
+from bot.clusters.telemetry import (
     PrometheusClient,
     PrometheusSettings,
     TelemetrySource,
@@ -26,6 +24,8 @@ from bot.telemetry import (
     prometheus_settings,
     with_prometheus,
 )
+from bot.config import BotConfig, ConfigError, load_config
+from bot.web.metrics import REGISTRY
 from scoring.dcgm import DcgmLabels
 from tests.prometheus import AT, QUERY_URL, URL, answer_query, sent_queries, seven_states_prometheus
 from triage.refs import parse_ref

@@ -26,15 +26,15 @@ from bot.alerts.routes import Destination, destination
 from bot.alerts.store import AlertStore, Thread
 from bot.alerts.stuck import Progress, StuckGroup, progress
 from bot.alerts.webhook import WebhookSender
-from bot.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_text
+from bot.answer.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_text
 from bot.config import BotConfig
-from bot.metrics import (
+from bot.store import StoreError
+from bot.web.metrics import (
     ALERT_POSTS,
     ALERT_POSTS_RATE_LIMITED,
     ALERT_REPEATS_SUPPRESSED,
     ALERTMANAGER_ALERTS,
 )
-from bot.store import StoreError
 from triage.objects import K8sObject
 from triage.verdict import Verdict
 from triage.vocabulary import Cause

@@ -20,8 +20,8 @@ from datetime import datetime
 
 from bot.alerts.alertmanager import FIRING, Alert, PayloadError, parse_payload
 from bot.alerts.poster import AlertPoster
-from bot.metrics import ALERTMANAGER_ALERTS
-from bot.web import Request, Response
+from bot.web.metrics import ALERTMANAGER_ALERTS
+from bot.web.server import Request, Response
 from triage.errors import ClusterError
 from triage.refs import PodRef
 from triage.verdict import Verdict

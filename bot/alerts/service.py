@@ -23,12 +23,12 @@ from bot.alerts.routes import missing_environment
 from bot.alerts.store import AlertStore
 from bot.alerts.watch import StuckPodWatch, utc_now
 from bot.alerts.webhook import WebhookSender
+from bot.clusters.fleet import Fleet
+from bot.clusters.sources import TriageSource
 from bot.config import BotConfig, ConfigError
-from bot.fleet import Fleet
-from bot.listeners.state import BotState
-from bot.serve import source_ready
-from bot.sources import TriageSource
+from bot.slack.listeners.state import BotState
 from bot.store import Store
+from bot.web.serve import source_ready
 from triage.objects import K8sObject
 from triage.refs import PodRef
 from triage.verdict import Verdict

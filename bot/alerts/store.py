@@ -13,8 +13,8 @@ from sqlalchemy import CursorResult, delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from bot.models import AlertClaim, AlertPost, AlertThread
 from bot.store import Store, StoreError
+from bot.store.models import AlertClaim, AlertPost, AlertThread
 
 
 @dataclass(frozen=True)

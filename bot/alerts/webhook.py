@@ -19,7 +19,7 @@ import requests
 
 from bot.alerts.routes import expand_env
 from bot.config import AlertsSettings
-from bot.metrics import WEBHOOK_DELIVERIES
+from bot.web.metrics import WEBHOOK_DELIVERIES
 
 log = logging.getLogger(__name__)
 

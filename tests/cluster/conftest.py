@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
-from bot.sources import WatchSource
+from bot.clusters.sources import WatchSource
 from tests.kubeapi import FakeKubeAPI
 from triage.cluster import load_api_client
 from triage.refs import PodRef

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.sources import LiveSource, SnapshotSource
+from bot.cli.main import main
+from bot.clusters.sources import LiveSource, SnapshotSource
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 from triage.refs import PodRef
 from triage.snapshot import DUMP_FILES

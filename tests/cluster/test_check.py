@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from tests.kubeapi import FakeKubeAPI, status_body
 
 SEVEN = Path(__file__).parents[1] / "fixtures" / "scenarios" / "seven-states"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sources import LiveSource
+from bot.clusters.sources import LiveSource
 from tests.cluster.conftest import ref_of
 from tests.kubeapi import FakeKubeAPI, make_certificates
 from triage.cluster import kubeconfig_namespace, load_api_client

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.sources import WatchSource
+from bot.clusters.sources import WatchSource
 from tests.cluster.conftest import eventually
 from tests.kubeapi import FakeKubeAPI
 from triage.cluster import load_api_client

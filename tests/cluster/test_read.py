@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes.client import ApiClient
 
-from bot.sources import LiveSource, SnapshotSource
+from bot.clusters.sources import LiveSource, SnapshotSource
 from tests.cluster.conftest import by_name, ref_of
 from tests.kubeapi import FakeKubeAPI, status_body
 from triage.cluster import load_api_client, read_snapshot

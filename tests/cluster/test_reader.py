@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import ApiClient
 
-from bot.sources import LiveSource
+from bot.clusters.sources import LiveSource
 from tests.cluster.conftest import ref_of
 from tests.kubeapi import FakeKubeAPI, forbidden_status, status_body
 from triage.errors import ClusterError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sources import LiveSource, WatchSource
+from bot.clusters.sources import LiveSource, WatchSource
 from tests.cluster.conftest import eventually, ref_of, watch_source
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
 from triage.cluster import IndexedSnapshot, read_snapshot

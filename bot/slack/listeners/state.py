@@ -1,0 +1,217 @@
+"""What the listeners share: settings, the triage source, the store and recent answers."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from slack_bolt import Respond
+
+from bot.answer.visibility import visible_verdict
+from bot.clusters.fleet import Fleet
+from bot.clusters.sources import TriageSource
+from bot.config import EVERY_CHANNEL, BotConfig
+from bot.digest import EVERYTHING, Scope
+from bot.slack.listeners.replies import APOLOGY
+from bot.store import Store, StoreError
+from bot.store.journal import IncidentJournal, JournalEntry
+from bot.web.metrics import ANSWERS
+from triage.verdict import Verdict
+
+log = logging.getLogger(__name__)
+
+SLACK_SOURCE = "slack"
+ANSWER_WORKERS = 8
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def answer_workers() -> Executor:
+    return ThreadPoolExecutor(ANSWER_WORKERS, thread_name_prefix="gpuwhy-answer")
+
+
+@dataclass(frozen=True)
+class PostedAnswer:
+    verdict: Verdict
+    created_at: datetime
+    cluster: str  # the cluster the answer describes, for the access checks in its thread
+
+
+class RecentAnswers:
+    """The answers this process posted, by (channel, message ts); the oldest are forgotten.
+
+    It lets "show devices" work without a store, and while a store write is still pending.
+    """
+
+    def __init__(self, capacity: int = 1000) -> None:
+        self._capacity = capacity
+        self._answers: OrderedDict[tuple[str, str], PostedAnswer] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def remember(self, channel: str, message_ts: str, answer: PostedAnswer) -> None:
+        with self._lock:
+            self._answers[(channel, message_ts)] = answer
+            while len(self._answers) > self._capacity:
+                self._answers.popitem(last=False)
+
+    def get(self, channel: str, message_ts: str) -> PostedAnswer | None:
+        with self._lock:
+            return self._answers.get((channel, message_ts))
+
+
+class SeenEvents:
+    """Event ids already handled, so a Slack retry of the same event does nothing."""
+
+    def __init__(self, capacity: int = 10000) -> None:
+        self._capacity = capacity
+        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def first_time(self, event_id: str) -> bool:
+        with self._lock:
+            if event_id in self._seen:
+                return False
+            self._seen[event_id] = None
+            while len(self._seen) > self._capacity:
+                self._seen.popitem(last=False)
+            return True
+
+
+@dataclass
+class BotState:
+    config: BotConfig
+    source: TriageSource | Fleet  # one cluster, or the configured ones
+    store: Store | None = None
+    clock: Callable[[], datetime] = utc_now
+    recent: RecentAnswers = field(default_factory=RecentAnswers)
+    seen: SeenEvents = field(default_factory=SeenEvents)
+    workers: Executor = field(default_factory=answer_workers)
+    # Where answers wait for the store; by default a journal in memory on ``store``.
+    journal: IncidentJournal | None = None
+
+    def __post_init__(self) -> None:
+        if self.journal is None and self.store is not None:
+            self.journal = IncidentJournal(self.store)
+        self.fleet = self.source if isinstance(self.source, Fleet) else Fleet.single(self.source)
+
+    def remember(self, verdict: Verdict, *, cluster: str, asked_by: str, channel: str,
+                 message_ts: str | None, source: str = SLACK_SOURCE) -> None:
+        """Keep a posted answer for its thread (``message_ts`` None: a private reply, which has
+        none) and journal it for the store (never waits)."""
+        now = self.clock()
+        if message_ts is not None:
+            self.recent.remember(channel, message_ts, PostedAnswer(verdict, now, cluster))
+        ANSWERS.labels(verdict.cause, source).inc()  # before the log line tests wait for
+        log.info("answered %s (%s) for %s in %s, ts %s", verdict.ref, verdict.cause, asked_by,
+                 channel, message_ts or "(private)")
+        if self.journal is not None:
+            self.journal.append(JournalEntry(
+                verdict, cluster=cluster, asked_by=asked_by, source=source,
+                channel=channel, message_ts=message_ts, at=now))
+
+    def later(self, what: str, work: Callable[[], object], respond: Respond | None = None,
+              ) -> None:
+        """Run ``work`` on the answer workers, after the listener has acked and returned.
+
+        Bolt acks commands and actions from its own small thread pool; a slow triage or a
+        rate-limited post held there would delay the acks of the requests queued behind it
+        past Slack's 3 seconds. A failure is logged with its traceback and ``what`` was being
+        done; the asker gets a one-line apology through ``respond`` when there is one.
+        """
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:
+                log.exception("%s failed", what)
+                if respond is None:
+                    return
+                try:
+                    respond(text=APOLOGY, replace_original=False)
+                except Exception:
+                    log.exception("apologizing for %s failed", what)
+
+        self.workers.submit(run)
+
+    def first_delivery(self, event_id: str) -> bool:
+        """False when a replica sharing the store (this one too) already claimed the event.
+
+        Without a store, or when it fails, True: only ``seen`` (this process) stops retries
+        then; a store outage may let another replica answer a retry again, but never leaves
+        an event unanswered.
+        """
+        if self.store is None:
+            return True
+        try:
+            store = self.store
+            return store.quickly(lambda: store.claim_event(event_id), "claim a Slack event")
+        except StoreError as exc:
+            log.warning("incident store: cannot claim event %s, answering anyway: %s",
+                        event_id, exc)
+            return True
+
+    def close(self, store_timeout: float = 10.0) -> bool:
+        """Finish the answers in flight, then give the journal ``store_timeout`` seconds to
+        store what waits (what is left stays in its file); True when nothing waits."""
+        self.workers.shutdown(wait=True)
+        return self.journal is None or self.journal.close(store_timeout)
+
+    def answer_for_thread(self, channel: str, thread_ts: str) -> PostedAnswer | None:
+        """The gpuwhy answer that opened this thread, as this channel may see it, or None when
+        it is not one of ours."""
+        posted = self.recent.get(channel, thread_ts)
+        if posted is None and self.store is not None:
+            store = self.store
+            try:
+                incident = store.quickly(lambda: store.incident_for_thread(channel, thread_ts),
+                                         "read an incident")
+            except StoreError as exc:
+                log.warning("incident store: cannot look up thread %s/%s: %s", channel,
+                            thread_ts, exc)
+                return None
+            if incident is not None:
+                posted = PostedAnswer(incident.verdict, incident.created_at, incident.cluster)
+        if posted is None:
+            return None
+        return PostedAnswer(self.shown_in(channel, posted.verdict), posted.created_at,
+                            posted.cluster)
+
+    def shown_in(self, channel: str, verdict: Verdict) -> Verdict:
+        """The Verdict without the names of pods in namespaces the channel may not describe."""
+        return visible_verdict(verdict, lambda namespace: self.config.namespace_allowed(
+            channel, namespace))
+
+    def stats_scope(self, channel: str, cluster: str | None = None) -> Scope:
+        """Stats in a channel count only the clusters and namespaces it may describe; with
+        ``cluster``, only that cluster's."""
+        access = self.config.access(channel) or EVERY_CHANNEL
+        namespaces = access.namespaces
+        labels = [] if cluster is None else [f"cluster {cluster}"]
+        if "*" not in namespaces:
+            labels.append("namespaces " + ", ".join(namespaces))
+        clusters = (access.allows_cluster if cluster is None and (
+            access.cluster is not None or access.clusters is not None) else None)
+        if cluster is None and clusters is None and "*" in namespaces:
+            return EVERYTHING
+        return Scope(namespaces=None if "*" in namespaces else frozenset(namespaces).__contains__,
+                     clusters=clusters, cluster=cluster, label=" · ".join(labels))
+
+    def may_describe(self, channel: str, namespace: str, cluster: str | None = None) -> bool:
+        """May the channel hear about ``namespace`` (in ``cluster``, when one is named)?"""
+        return self.config.namespace_allowed(channel, namespace) and (
+            cluster is None or self.config.cluster_allowed(channel, cluster))
+
+    def cluster_for(self, channel: str, named: str | None) -> str:
+        """The cluster a question goes to: the one it names, else the channel's default."""
+        if named is not None:
+            return named
+        default = self.config.channel_cluster(channel)
+        return default if default is not None and default in self.fleet.sources \
+            else self.fleet.default
