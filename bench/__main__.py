@@ -192,7 +192,7 @@ def warm_page_cache(directory: Path) -> None:
 
 def measure_cli(directory: Path, row: Callable[..., None]) -> None:
     ref = next(r for r in pending_refs() if r.startswith(f"{PENDING_NAMESPACE}/any-node"))
-    command = [sys.executable, "-m", "bot.cli.main", "triage", ref, "--snapshot", str(directory),
+    command = [sys.executable, "-m", "bot.cli", "triage", ref, "--snapshot", str(directory),
                "--no-record", "--format", "json"]
     warm_page_cache(directory)
     floors: list[float] = []
@@ -213,10 +213,10 @@ def measure_cli(directory: Path, row: Callable[..., None]) -> None:
 def measure_startup(row: Callable[..., None]) -> None:
     floor = min(_child([sys.executable, "-c", "pass"])[0] for _ in range(5))
     row("python -c pass (floor)", floor, None, "")
-    help_time = min(_child([sys.executable, "-m", "bot.cli.main", "--help"])[0] for _ in range(5))
+    help_time = min(_child([sys.executable, "-m", "bot.cli", "--help"])[0] for _ in range(5))
     row("gpuwhy --help", help_time, floor, "× python start-up")
     with tempfile.TemporaryDirectory() as empty:
-        command = [sys.executable, "-X", "importtime", "-m", "bot.cli.main", "triage", "a/b",
+        command = [sys.executable, "-X", "importtime", "-m", "bot.cli", "triage", "a/b",
                    "--snapshot", empty, "--no-record"]
         process = subprocess.run(command, capture_output=True, text=True, check=False)
     heavy = sorted({line.split("|")[-1].strip().split(".")[0]
@@ -307,7 +307,7 @@ def measure_cold(directory: Path, ref: str, row: Callable[..., None], runs: int 
                 [sys.executable, "-c", "import kubernetes.client, kubernetes.config"], env, runs)
             mark = server.mark()
             gpuwhy, first = _best_and_first(
-                [sys.executable, "-m", "bot.cli.main", "triage", ref, "--no-record",
+                [sys.executable, "-m", "bot.cli", "triage", ref, "--no-record",
                  "--kubeconfig", kubeconfig], env, runs)
             requests = server.count(mark) // runs
             # Context, not the floor: kubectl reading what an exact per-node answer reads.

@@ -39,8 +39,8 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from scoring.dcgm import DcgmLabels
 from triage.config import DEFAULT_GPU_DRIVERS, DEFAULT_GPU_RESOURCES, TriageConfig
+from triage.dcgm import DcgmLabels
 from triage.vocabulary import Cause
 
 # Unknown keys are errors; numbers must be numbers (YAML's "9" is a string, not an hour).

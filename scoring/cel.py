@@ -26,7 +26,7 @@ from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, CELUnsupportedError
 
 from scoring.cel_error import SelectorError
-from triage.quantity import QuantityError, parse_quantity
+from scoring.quantity import QuantityError, parse_quantity
 
 
 @total_ordering

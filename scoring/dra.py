@@ -20,16 +20,16 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from scoring.cel_error import SelectorError
-from triage.nodes import (
+from scoring.nodes import (
     node_name,
     selector_mismatches,
     status_amount,
     taint_text,
     tolerates,
 )
-from triage.objects import K8sObject, object_key
-from triage.quantity import QuantityError, parse_quantity
-from triage.verdict import Device
+from scoring.objects import K8sObject, object_key
+from scoring.quantity import QuantityError, parse_quantity
+from scoring.verdict import Device
 
 if TYPE_CHECKING:
     from scoring.cel import Selector

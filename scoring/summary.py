@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from scoring.hami import CARD_INSUFFICIENT_CORE, CARD_INSUFFICIENT_MEMORY, HamiRequest, pick_order
-from triage.verdict import Device, NodeReport
+from scoring.verdict import Device, NodeReport
 
 FIT = "fit"
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
-from triage.config import POLICIES
-from triage.verdict import Device
+from scoring.verdict import Device
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB per card
 COUNT_LABEL = "nvidia.com/gpu.count"
+
+Policy = Literal["binpack", "spread"]
+POLICIES: tuple[Policy, ...] = get_args(Policy)
 
 
 def whole_gpu_score(allocatable: int, used: int, request: int, policy: str) -> float:

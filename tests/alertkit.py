@@ -24,14 +24,14 @@ from bot.config import BotConfig
 from bot.slack.listeners.state import BotState
 from bot.store import Store
 from bot.web.metrics import REGISTRY
+from scoring.objects import K8sObject
+from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
 from tests.slackfake import FakeSlack
 from triage.classify import triage
 from triage.config import DEFAULT_CONFIG
-from triage.objects import K8sObject
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
-from triage.verdict import Verdict
 
 # research/broken-node and every other stuck pod of seven-states were created then.
 CREATED = datetime(2026, 11, 30, 12, 50, 45, tzinfo=UTC)

@@ -12,8 +12,8 @@ import pytest
 
 from bot.alerts.webhook import WebhookSender
 from bot.config import AlertsSettings
+from scoring.verdict import Evidence, Verdict
 from tests.alertkit import Counted, WebhookReceiver
-from triage.verdict import Evidence, Verdict
 
 VERDICT = Verdict(ref="research/broken-node", cause="allocatable-zero", action="repair it",
                   evidence=[Evidence("Node/gpu-v100-broken", "status.allocatable", "0")])

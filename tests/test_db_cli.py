@@ -10,7 +10,7 @@ import pytest
 
 from bot.cli.main import main
 from bot.store import Store, alembic_config
-from triage.verdict import Verdict
+from scoring.verdict import Verdict
 
 VERSIONS = Path(__file__).resolve().parents[1] / "migrations" / "versions"
 # The newest migration, read off the file names (0001_..., 0002_...), not from the code.

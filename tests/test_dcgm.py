@@ -1,4 +1,4 @@
-"""scoring.dcgm: PromQL for DCGM exporter's families, reading the Prometheus HTTP API's JSON
+"""triage.dcgm: PromQL for DCGM exporter's families, reading the Prometheus HTTP API's JSON
 (the seven-states nodes, labelled as the exporter labels them), telemetry into a Verdict."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from bot.clusters.sources import SnapshotSource
-from scoring.dcgm import (
+from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
+from triage.dcgm import (
     ECC,
     FAMILIES,
     MEMORY_FREE,
@@ -33,7 +34,6 @@ from scoring.dcgm import (
     without_telemetry,
 )
 from triage.refs import parse_ref
-from triage.verdict import Device, Evidence, Holding, NodeReport, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DCGM = FIXTURES / "dcgm" / "seven-states"

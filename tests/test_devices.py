@@ -22,12 +22,12 @@ from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource, Watch
 from bot.clusters.telemetry import PrometheusClient, PrometheusSettings, TelemetrySource
 from bot.config import BotConfig
 from bot.slack.app import create_app, slack_client
+from scoring.verdict import Device, Holding, NodeReport, Verdict
 from tests.kubeapi import FakeKubeAPI
 from tests.prometheus import AT, QUERY_URL, URL, sent_queries, seven_states_prometheus
 from tests.slackfake import FakeSlack, block_kit_problems, command_body, message_event, sign
 from triage.cluster import load_api_client
 from triage.refs import parse_ref
-from triage.verdict import Device, Holding, NodeReport, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEVEN_STATES = FIXTURES / "scenarios" / "seven-states"

@@ -33,8 +33,8 @@ from bot.digest import (
     week_start,
 )
 from bot.store import Store, StoredIncident
+from scoring.verdict import NodeReport, Verdict
 from triage.refs import parse_ref
-from triage.verdict import NodeReport, Verdict
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

@@ -17,8 +17,8 @@ from bot.cli.main import main
 from bot.config import DigestSchedule, load_config
 from bot.digest import Blocks, DigestScheduler, last_full_week, stats_blocks, week_key
 from bot.store import Store
+from scoring.verdict import Verdict
 from tests.slackfake import FakeSlack
-from triage.verdict import Verdict
 
 
 @pytest.fixture(autouse=True)

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
+from scoring.verdict import Verdict
 from tests.conftest import SCENARIOS, find, load_lists
 from triage.classify import triage
 from triage.config import TriageConfig
 from triage.messages import latest_scheduling_failure
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
-from triage.verdict import Verdict
 
 SCENARIO = SCENARIOS / "dra-basics"
 EXPECTED: dict[str, dict[str, str]] = json.loads((SCENARIO / "expected.json").read_text())

@@ -26,8 +26,8 @@ from bot.slack.app import bolt_app, slack_client
 from bot.slack.listeners.state import BotState
 from bot.store import Store
 from bot.store.journal import IncidentJournal, JournalEntry, JournalError
+from scoring.verdict import Verdict
 from tests.slackfake import FakeSlack, ServeProcess, command_body, http, message_event
-from triage.verdict import Verdict
 
 FAST = (0.05, 0.2)
 

@@ -19,13 +19,13 @@ from bot.digest import load_digest, post_once
 from bot.slack.app import slack_client
 from bot.store import RecordingStore, Store
 from bot.web.metrics import READINGS, REGISTRY, CacheReading, page, resource_of
+from scoring.verdict import Verdict
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 from tests.slackfake import FakeSlack, FakeSocketMode, ServeProcess, command_body, http, sign
 from triage.cluster import load_api_client
 from triage.errors import ClusterError
 from triage.refs import PodRef
-from triage.verdict import Verdict
 
 SEVEN = str(SCENARIOS / "seven-states")
 SECRET = "e3b0c44298fc1c149afbf4c8996fb924"

@@ -19,7 +19,7 @@ from sqlalchemy import inspect, text
 from bot.cli.main import main
 from bot.store import MIGRATIONS_DIR, Store, alembic_config
 from bot.store.models import Base
-from triage.verdict import Verdict
+from scoring.verdict import Verdict
 
 ALERT_TABLES = {"alert_claims", "alert_threads", "alert_posts"}
 TABLES = {"incidents", "digest_runs", "slack_events", "slack_requests", *ALERT_TABLES}

@@ -104,7 +104,7 @@ def test_scheduler_scores_are_shown_as_the_schedulers() -> None:
 
 
 def test_verdict_round_trips_through_json() -> None:
-    from triage.verdict import Verdict
+    from scoring.verdict import Verdict
 
     verdict = triage(Snapshot.from_dir(SCENARIOS / "hami-sharing"), parse_ref("hami/needs-40g"))
     again = Verdict.from_dict(json.loads(json.dumps(verdict.to_dict())))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from scoring.hami import HamiRequest, fit_node, hami_request
 from scoring.summary import log_lines, proposal_summary
+from scoring.verdict import Device, NodeReport
 from triage.snapshot import Snapshot
-from triage.verdict import Device, NodeReport
 
 FIXTURE = Path(__file__).parent / "fixtures" / "scenarios" / "hami-sharing"
 

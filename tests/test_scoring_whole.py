@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from scoring.verdict import Device
 from scoring.whole import gfd_devices, whole_gpu_score
-from triage.verdict import Device
 
 
 @pytest.mark.parametrize(("allocatable", "used", "asked", "binpack", "spread"), [

@@ -33,9 +33,9 @@ from bot.web.serve import (
     source_ready,
 )
 from bot.web.server import HTTPLimits, HTTPServer
+from scoring.verdict import Verdict
 from tests.slackfake import FakeSlack, command_body, http, message_event, sign
 from triage.refs import PodRef
-from triage.verdict import Verdict
 
 FORM = "application/x-www-form-urlencoded"
 SLACK_ACK_LIMIT = 3.0

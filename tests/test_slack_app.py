@@ -20,6 +20,7 @@ from bot.config import BotConfig
 from bot.digest import stats_blocks, stats_text
 from bot.slack.app import create_app, slack_client
 from bot.store import Store
+from scoring.verdict import Verdict
 from tests.kubeapi import FakeKubeAPI
 from tests.slackfake import (
     FakeSlack,
@@ -31,7 +32,6 @@ from tests.slackfake import (
 )
 from triage.errors import ClusterError
 from triage.refs import USAGE, PodRef
-from triage.verdict import Verdict
 from triage.vocabulary import CAUSES
 
 FIXTURES = Path(__file__).parent / "fixtures"

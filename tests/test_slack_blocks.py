@@ -15,9 +15,9 @@ import pytest
 from bot.answer.blocks import escape_mrkdwn, verdict_blocks, verdict_text
 from bot.answer.devices import devices_blocks, devices_text
 from bot.clusters.sources import SnapshotSource
+from scoring.verdict import Device, Evidence, NodeReport, Verdict
 from tests.slackfake import MAX_BUTTON_VALUE, block_kit_problems, live_mrkdwn
 from triage.refs import parse_ref
-from triage.verdict import Device, Evidence, NodeReport, Verdict
 from triage.vocabulary import CAUSES
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -16,8 +16,8 @@ import bot.slack.listeners.commands
 from bot.answer.blocks import verdict_blocks
 from bot.digest import digest_blocks, load_digest, stats_blocks, week_start
 from bot.store import Store
+from scoring.verdict import NodeReport, Verdict
 from tests.slackfake import FakeSlack, block_kit_problems
-from triage.verdict import NodeReport, Verdict
 from triage.vocabulary import CAUSES
 
 UTC_ZONE = ZoneInfo("UTC")

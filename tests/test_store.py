@@ -25,8 +25,8 @@ from bot.store import (
     database_url as resolve_database_url,
 )
 from bot.store.models import Incident
+from scoring.verdict import Device, Evidence, NodeReport, Verdict
 from tests.pg import OwnServer, without_server
-from triage.verdict import Device, Evidence, NodeReport, Verdict
 
 T0 = datetime(2026, 11, 23, 9, 30, tzinfo=UTC)
 

@@ -26,10 +26,10 @@ from bot.clusters.telemetry import (
 )
 from bot.config import BotConfig, ConfigError, load_config
 from bot.web.metrics import REGISTRY
-from scoring.dcgm import DcgmLabels
+from scoring.verdict import Verdict
 from tests.prometheus import AT, QUERY_URL, URL, answer_query, sent_queries, seven_states_prometheus
+from triage.dcgm import DcgmLabels
 from triage.refs import parse_ref
-from triage.verdict import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from triage.objects import K8sObject, is_terminated, object_key
+from scoring.objects import K8sObject, is_terminated, object_key
+from scoring.quantity import QuantityError, parse_quantity
 from triage.pods import effective_request, pod_name
-from triage.quantity import QuantityError, parse_quantity
 from triage.snapshot import Snapshot
 
 _QUOTA_TEXT = re.compile(

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Literal, get_args
+
+from scoring.whole import Policy
 
 # nvidia.com/gpu.shared: the NVIDIA device plugin's time-sliced GPUs (renameByDefault)
 DEFAULT_GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*",
                          "amd.com/gpu")
 # HAMi's sharing resources: kube-scheduler ignores them, only HAMi's filter checks them.
 HAMI_RESOURCES = ("nvidia.com/gpumem", "nvidia.com/gpucores", "nvidia.com/gpumem-percentage")
-Policy = Literal["binpack", "spread"]
-POLICIES: tuple[Policy, ...] = get_args(Policy)
 # DRA drivers whose devices are GPUs: NVIDIA's, AMD's, and HAMi's (Project-HAMi/k8s-dra-driver).
 DEFAULT_GPU_DRIVERS = ("gpu.nvidia.com", "gpu.amd.com", "hami-core-gpu.project-hami.io")
 

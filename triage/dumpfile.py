@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from triage.objects import K8sObject
+from scoring.objects import K8sObject
 
 CHUNK = 1 << 22  # characters read at a time
 MAX_VALUE = 1 << 26  # a single value longer than this is not waited for: the file is broken

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scoring.events import is_hami_node_text
-from triage.objects import K8sObject
+from scoring.objects import K8sObject
 
 _HEAD = re.compile(r"^\s*0/(?P<total>\d+) nodes are available:\s*(?P<body>.*)$", re.S)
 _COUNTED = re.compile(r"^(?P<count>\d+)\s+(?P<text>.+)$")

@@ -16,9 +16,9 @@ from functools import cached_property
 from typing import Any
 
 from scoring.hami import Registration, parse_registration
-from triage.nodes import blocking_taints, labels, node_name
-from triage.objects import K8sObject
-from triage.quantity import QuantityError, parse_quantity, quantity_int
+from scoring.nodes import blocking_taints, labels, node_name
+from scoring.objects import K8sObject
+from scoring.quantity import QuantityError, parse_quantity, quantity_int
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class NodeInfo:
     # NoSchedule / NoExecute taints, a cordon counted as the unschedulable taint
     taints: tuple[dict[str, Any], ...] = field(repr=False)
     # status.capacity / status.allocatable as integers, only the resources the node lists
-    # (an unparsable value counts 0, as ``triage.nodes.status_amount`` reads it)
+    # (an unparsable value counts 0, as ``scoring.nodes.status_amount`` reads it)
     capacity: Mapping[str, int] = field(repr=False)
     allocatable: Mapping[str, int] = field(repr=False)
 

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from scoring.objects import K8sObject, is_terminated, object_key
+from scoring.quantity import QuantityError, parse_quantity
 from triage.config import TriageConfig
-from triage.objects import K8sObject, is_terminated, object_key
-from triage.quantity import QuantityError, parse_quantity
 
 
 def pod_name(pod: Mapping[str, Any]) -> str:

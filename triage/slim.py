@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from triage.objects import K8sObject
+from scoring.objects import K8sObject
 
 # The fields triage and scoring read; everything else (images, managedFields, env, volumes,
 # last-applied-configuration, ...) is dropped to keep 150,000 pods small in memory.

@@ -19,9 +19,9 @@ from typing import Any
 
 from scoring.dra import Inventory
 from scoring.hami import HamiNodeFit, HamiRequest, Registration, Usage, device_usage, fit_registered
+from scoring.objects import K8sObject, is_terminated, object_key
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
 from triage.nodetable import NodeInfo, node_table
-from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import holders, sum_requests
 
 # file name -> Snapshot attribute; the dump format of `gpuwhy snapshot` and of the scenarios

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rapidfuzz.distance import Levenshtein
 
-from triage.objects import object_key
+from scoring.objects import object_key
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
 

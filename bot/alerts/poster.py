@@ -35,8 +35,8 @@ from bot.web.metrics import (
     ALERT_REPEATS_SUPPRESSED,
     ALERTMANAGER_ALERTS,
 )
-from triage.objects import K8sObject
-from triage.verdict import Verdict
+from scoring.objects import K8sObject
+from scoring.verdict import Verdict
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)

@@ -22,9 +22,9 @@ from bot.alerts.alertmanager import FIRING, Alert, PayloadError, parse_payload
 from bot.alerts.poster import AlertPoster
 from bot.web.metrics import ALERTMANAGER_ALERTS
 from bot.web.server import Request, Response
+from scoring.verdict import Verdict
 from triage.errors import ClusterError
 from triage.refs import PodRef
-from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

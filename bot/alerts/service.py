@@ -29,9 +29,9 @@ from bot.config import BotConfig, ConfigError
 from bot.slack.listeners.state import BotState
 from bot.store import Store
 from bot.web.serve import source_ready
-from triage.objects import K8sObject
+from scoring.objects import K8sObject
+from scoring.verdict import Verdict
 from triage.refs import PodRef
-from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from scoring.objects import K8sObject, is_terminated, is_terminating, object_key
 from triage.config import TriageConfig
-from triage.objects import K8sObject, is_terminated, is_terminating, object_key
 from triage.pods import gpu_related_resources, resource_claims
 from triage.refs import PodRef
 

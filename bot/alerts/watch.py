@@ -14,11 +14,11 @@ from bot.alerts.poster import AlertPoster
 from bot.alerts.stuck import StuckGroup, stuck_groups
 from bot.config import BotConfig
 from bot.store import StoreError
+from scoring.objects import K8sObject
+from scoring.verdict import Verdict
 from triage.config import TriageConfig
 from triage.errors import ClusterError
-from triage.objects import K8sObject
 from triage.refs import PodRef
-from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import jinja2
 
 import templates
 from bot.answer.render import cause_emoji, nodes_line
-from triage.verdict import Evidence, Verdict
+from scoring.verdict import Evidence, Verdict
 from triage.vocabulary import Cause
 
 # Block Kit allows 50 blocks per message and 3000 characters per text; the templates clip

@@ -17,7 +17,7 @@ from bot.answer.blocks import escape_mrkdwn, render_blocks, render_text
 from bot.answer.render import cause_emoji
 from scoring.dra import DRA_HOLDERS
 from scoring.hami import HAMI_HOLDERS
-from triage.verdict import Device, NodeReport, Verdict, data_dict
+from scoring.verdict import Device, NodeReport, Verdict, data_dict
 from triage.vocabulary import CAUSE_ORDER, FIT, Cause
 
 MAX_DEVICE_NODES = 10  # two Block Kit blocks each

@@ -8,7 +8,7 @@ from typing import Any
 
 import jinja2
 
-from triage.verdict import Verdict
+from scoring.verdict import Verdict
 from triage.vocabulary import CAUSE_INFO, Cause
 
 

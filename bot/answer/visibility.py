@@ -11,7 +11,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
-from triage.verdict import Device, Evidence, Holding, NodeReport, Verdict
+from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 
 NamespaceVisible = Callable[[str], bool]
 

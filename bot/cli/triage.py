@@ -19,10 +19,10 @@ from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource
 from bot.clusters.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from bot.config import BotConfig, ConfigError, load_config
 from bot.web.metrics import ANSWERS
+from scoring.verdict import Verdict
 from triage.errors import ClusterError
 from triage.refs import PodRef, RefError, parse_ref
 from triage.snapshot import SnapshotError
-from triage.verdict import Verdict
 
 if TYPE_CHECKING:
     from bot.store import Store

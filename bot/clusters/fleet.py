@@ -17,13 +17,13 @@ from datetime import datetime
 
 from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource, WatchSource
 from bot.config import BotConfig, ClusterSource
+from scoring.verdict import Verdict
 from triage import cluster as kube  # the kubernetes client is loaded on first use
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import PodRef, RefError, parse_ref
 from triage.snapshot import SnapshotError
-from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
 _CLUSTER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")

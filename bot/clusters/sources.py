@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.web.metrics import TRIAGE_SECONDS, CacheReading, count_kubernetes_requests
+from scoring.objects import K8sObject
 from scoring.summary import log_lines
+from scoring.verdict import Verdict
 from triage import cluster as kube  # loaded on first use
 from triage.classify import triage
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.dumpfile import bulk_parse
-from triage.objects import K8sObject
 from triage.refs import PodRef
 from triage.slim import slim_outside
 from triage.snapshot import Snapshot, parse_rfc3339
-from triage.verdict import Verdict
 
 if TYPE_CHECKING:  # the kubernetes client is loaded only by the sources that talk to a cluster
     from kubernetes.client import ApiClient

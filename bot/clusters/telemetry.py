@@ -20,7 +20,8 @@ from datetime import datetime
 from bot.clusters.sources import TriageSource
 from bot.config import ENVIRONMENT, BotConfig, PrometheusConfig
 from bot.web.metrics import PROMETHEUS_QUERIES
-from scoring.dcgm import (
+from scoring.verdict import Verdict
+from triage.dcgm import (
     FAMILIES,
     DcgmLabels,
     Family,
@@ -31,7 +32,6 @@ from scoring.dcgm import (
     without_telemetry,
 )
 from triage.refs import PodRef
-from triage.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from bot.answer import render
 from bot.answer.blocks import escape_mrkdwn
 from bot.digest.weeks import add_weeks, load_timezone, week_key, week_start
 from bot.store import Store, StoredIncident
-from triage.verdict import Verdict
+from scoring.verdict import Verdict
 from triage.vocabulary import CAUSE_ORDER, FIT, NODE_UNREGISTERED, Cause
 
 log = logging.getLogger(__name__)

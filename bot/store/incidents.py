@@ -37,7 +37,7 @@ from bot.store.engine import (
 )
 from bot.store.models import Base, DigestRun, Incident, SlackEvent, SlackRequest
 from bot.web.metrics import STORE_WRITES_FAILED
-from triage.verdict import Verdict
+from scoring.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ import platformdirs
 
 from bot.store import DuplicateThreadError, PendingIncident, Store, StoreError
 from bot.web.metrics import STORE_WRITES_FAILED
-from triage.verdict import Verdict
+from scoring.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

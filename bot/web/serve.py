@@ -30,8 +30,7 @@ from bot.digest import Blocks, DigestScheduler
 from bot.slack.listeners.replies import post_message
 from bot.store import Store, StoreError
 from bot.store.journal import IncidentJournal, store_status
-from bot.web import metrics
-from bot.web.metrics import CacheReading
+from bot.web.metrics import CONTENT_TYPE, CacheReading, page
 from bot.web.server import Request, Response, Routes, plain
 
 log = logging.getLogger(__name__)
@@ -80,7 +79,7 @@ class Readiness:
 
 def metrics_page(request: Request) -> Response:
     """Prometheus' text format: every gpuwhy metric (bot.web.metrics.REGISTRY)."""
-    return Response(200, metrics.page(), metrics.CONTENT_TYPE)
+    return Response(200, page(), CONTENT_TYPE)
 
 
 def cluster_check(source: object) -> Callable[[], Check]:

@@ -12,11 +12,11 @@ import pytest
 from kubernetes.client import ApiClient
 
 from bot.clusters.sources import LiveSource, SnapshotSource
+from scoring.objects import is_terminated, object_key
 from tests.cluster.conftest import by_name, ref_of
 from tests.kubeapi import FakeKubeAPI, status_body
 from triage.cluster import load_api_client, read_snapshot
 from triage.cluster.read import merge_pods
-from triage.objects import is_terminated, object_key
 from triage.slim import slim_node, slim_pod
 from triage.snapshot import DUMP_FILES, Snapshot
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from bot.clusters.sources import LiveSource, WatchSource
+from scoring.objects import is_terminated, object_key
 from tests.cluster.conftest import eventually, ref_of, watch_source
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
 from triage.cluster import IndexedSnapshot, read_snapshot
 from triage.cluster.watch import _PodStore
 from triage.errors import ClusterError
-from triage.objects import is_terminated, object_key
 from triage.snapshot import Snapshot
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -7,15 +7,15 @@ from operator import attrgetter
 
 from scoring.events import scheduler_scores
 from scoring.hami import pick_order
+from scoring.objects import object_key
 from scoring.summary import proposal_summary
+from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from scoring.whole import gfd_devices, whole_gpu_score
 from triage.classify.checks.hami import hami_fit
 from triage.classify.subject import Finding, Subject, primary
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
 from triage.nodetable import NodeInfo
-from triage.objects import object_key
 from triage.pods import pod_name
-from triage.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from triage.vocabulary import CAUSES, FIT, NODE_UNREGISTERED, Cause
 
 MAX_DEVICE_NODES = 50  # more than one Slack reply can show

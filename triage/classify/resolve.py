@@ -8,16 +8,16 @@ from typing import Any
 
 from scoring.dra import IMPLICIT_EXTENDED_PREFIX, ClaimSet, serves_extended
 from scoring.hami import hami_request
+from scoring.objects import K8sObject, is_terminated, object_key
+from scoring.verdict import Verdict
 from triage import admission
 from triage.classify.pipeline import run_pipeline
 from triage.classify.report import assemble
 from triage.classify.subject import Finding, Subject, When
 from triage.config import DEFAULT_CONFIG, TriageConfig
-from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import effective_request, gpu_requests, named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
-from triage.verdict import Verdict
 from triage.vocabulary import Cause
 
 _STATE_RANK = {"not created": 0, "not scheduled": 1, "node error": 2, "scheduled": 3}

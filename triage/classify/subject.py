@@ -17,15 +17,15 @@ from typing import Any
 
 from scoring.dra import ClaimSet
 from scoring.hami import HamiNodeFit, HamiRequest
+from scoring.objects import K8sObject
+from scoring.verdict import Evidence, NodeReport
 from triage import admission
 from triage.config import TriageConfig
 from triage.messages import latest_scheduling_failure
 from triage.nodetable import NodeInfo
-from triage.objects import K8sObject
 from triage.pods import effective_request, pod_name
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
-from triage.verdict import Evidence, NodeReport
 from triage.vocabulary import Cause
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from kubernetes.client import ApiClient
 
+from scoring.objects import K8sObject
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.read import merge_pods, namespace_policy
 from triage.cluster.reader import (
@@ -21,7 +22,6 @@ from triage.cluster.reader import (
     ClusterReader,
 )
 from triage.errors import ClusterError
-from triage.objects import K8sObject
 from triage.snapshot import Snapshot
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, TypedDict, cast
 
-from triage.objects import K8sObject, is_terminated
+from scoring.objects import K8sObject, is_terminated
 from triage.slim import SLIM_NODE, SLIM_POD, slim, trim_pod_annotations
 
 _LIST: Any = list  # subscripted with types made at run time, which mypy cannot see

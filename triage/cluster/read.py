@@ -41,6 +41,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from scoring.dra import serves_extended
+from scoring.objects import K8sObject, object_key
 from triage.admission import ordinal_base
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import slim_nodes, slim_pods
@@ -62,7 +63,6 @@ from triage.cluster.reader import (
 )
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
-from triage.objects import K8sObject, object_key
 from triage.pods import named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339

@@ -16,12 +16,12 @@ import urllib3
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
+from scoring.objects import K8sObject
 from triage.cluster.errors import AdmissionRejected, Expired, one_line
 from triage.cluster.kubeconfig import server_url
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import ItemShape
 from triage.errors import ClusterError
-from triage.objects import K8sObject
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 from kubernetes.client import ApiClient
 
+from scoring.objects import K8sObject, is_terminated, object_key
 from triage.cluster.errors import Expired, one_line
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import slim_nodes, slim_pods
@@ -42,7 +43,6 @@ from triage.cluster.reader import (
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.nodetable import NodeInfo, node_info, node_table
-from triage.objects import K8sObject, is_terminated, object_key
 from triage.pods import sum_requests
 from triage.refs import PodRef
 from triage.slim import slim_node, slim_pod

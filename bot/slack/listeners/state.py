@@ -21,7 +21,7 @@ from bot.slack.listeners.replies import APOLOGY
 from bot.store import Store, StoreError
 from bot.store.journal import IncidentJournal, JournalEntry
 from bot.web.metrics import ANSWERS
-from triage.verdict import Verdict
+from scoring.verdict import Verdict
 
 log = logging.getLogger(__name__)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from scoring.verdict import Evidence
 from triage import admission
 from triage.classify.subject import Finding, Subject, num
 from triage.snapshot import event_time
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scoring.objects import K8sObject, object_key
+from scoring.verdict import Evidence
 from triage.classify.checks.dra import allocation_evidence
 from triage.classify.subject import Finding, Subject
 from triage.messages import event_component
-from triage.objects import K8sObject, object_key
 from triage.snapshot import Snapshot
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 

@@ -28,10 +28,10 @@ from scoring.dra import (
     allocated_node_names,
     binding,
 )
+from scoring.nodes import labels
+from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, Finding, NodeFilterFn, Subject, scheduler_evidence
-from triage.nodes import labels
 from triage.nodetable import NodeInfo
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 

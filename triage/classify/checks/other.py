@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from scoring.quantity import parse_quantity
+from scoring.verdict import Evidence
 from triage.classify.checks.dra import binding_in_progress
 from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidence
 from triage.config import TriageConfig
@@ -16,8 +18,6 @@ from triage.messages import (
     scheduler_spoke,
 )
 from triage.nodetable import NodeInfo
-from triage.quantity import parse_quantity
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 _NONE = Decimal(0)

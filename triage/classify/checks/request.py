@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from scoring.verdict import Evidence
 from triage.classify.subject import Finding, Subject
 from triage.pods import all_containers, container_resources, gpu_related_resources, resource_claims
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from scoring.objects import is_terminated
+from scoring.verdict import Evidence
 from triage.classify.subject import Finding, Subject
-from triage.objects import is_terminated
 from triage.snapshot import Snapshot, parse_rfc3339
-from triage.verdict import Evidence
 from triage.vocabulary import FIT, Cause
 
 # A scheduler usually looks at a new pod within a second or two; under a burst, longer.

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scoring.nodes import selector_mismatches
+from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, Finding, Subject
-from triage.nodes import selector_mismatches
 from triage.nodetable import NodeInfo
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scoring.nodes import taint_text, tolerates
+from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, Finding, Subject, capital
-from triage.nodes import taint_text, tolerates
 from triage.nodetable import NodeInfo
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 # Taints the node lifecycle controller sets for node conditions (not-ready, unreachable,

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from triage.objects import K8sObject
-from triage.quantity import quantity_int
+from scoring.objects import K8sObject
+from scoring.quantity import quantity_int
 
 BLOCKING_EFFECTS = ("NoSchedule", "NoExecute")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from triage.verdict import Device, Evidence, Holding, NodeReport, Verdict
+from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from triage.vocabulary import Cause
 
 # The window read for XID errors: an XID first seen inside it is news; the exporter keeps

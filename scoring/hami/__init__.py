@@ -1,0 +1,67 @@
+"""HAMi's view of a node: registered devices, their usage, and whether a pod's request fits.
+
+Everything here mirrors HAMi's scheduler extender (``pkg/device/nvidia`` Fit,
+``pkg/scheduler/score.go``, ``pkg/scheduler/policy``) closely enough to give the same
+codes and the same reason strings, computed from the objects alone. Formats are described
+in the HAMi reference notes; the function docstrings say where gpuwhy deliberately differs.
+"""
+
+from scoring.hami.fit import (
+    HAMI_HOLDERS,
+    HamiNodeFit,
+    fit_node,
+    fit_registered,
+    pick_order,
+)
+from scoring.hami.formats import (
+    ALL_CODES,
+    CARD_COMPUTE_UNITS_EXHAUSTED,
+    CARD_CORDONED,
+    CARD_INSUFFICIENT_CORE,
+    CARD_INSUFFICIENT_MEMORY,
+    CARD_NOT_HEALTH,
+    CARD_TIME_SLICING_EXHAUSTED,
+    CARD_TYPE_MISMATCH,
+    CARD_UUID_MISMATCH,
+    EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT,
+    NODE_INSUFFICIENT_DEVICE,
+    NODE_UNREGISTERED,
+    NUMA_NOT_FIT,
+    Registration,
+    Usage,
+    device_usage,
+    parse_allocation,
+    parse_registration,
+)
+from scoring.hami.request import (
+    HamiRequest,
+    hami_request,
+)
+
+__all__ = [
+    "ALL_CODES",
+    "CARD_COMPUTE_UNITS_EXHAUSTED",
+    "CARD_CORDONED",
+    "CARD_INSUFFICIENT_CORE",
+    "CARD_INSUFFICIENT_MEMORY",
+    "CARD_NOT_HEALTH",
+    "CARD_TIME_SLICING_EXHAUSTED",
+    "CARD_TYPE_MISMATCH",
+    "CARD_UUID_MISMATCH",
+    "EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT",
+    "HAMI_HOLDERS",
+    "NODE_INSUFFICIENT_DEVICE",
+    "NODE_UNREGISTERED",
+    "NUMA_NOT_FIT",
+    "HamiNodeFit",
+    "HamiRequest",
+    "Registration",
+    "Usage",
+    "device_usage",
+    "fit_node",
+    "fit_registered",
+    "hami_request",
+    "parse_allocation",
+    "parse_registration",
+    "pick_order",
+]
