@@ -270,3 +270,27 @@ def test_the_readme_overlay_renders(tmp_path: Path) -> None:
     [config_map] = [o for o in objects if o["kind"] == "ConfigMap"]
     assert config_map["data"]["gpuwhy.yaml"] == config.group(1)
     assert one(objects, "PersistentVolumeClaim")["metadata"]["name"] == "gpuwhy-data"
+
+
+@pytest.mark.parametrize("overlay", ["sqlite", "postgres"])
+def test_a_renamed_namespace_keeps_its_permissions(tmp_path: Path, overlay: str) -> None:
+    """An overlay with `namespace: my-gpuwhy`: every binding names the ServiceAccount where it
+    now lives, else the bot runs with no permissions at all."""
+    relative = os.path.relpath(DEPLOY, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump({
+        "namespace": "my-gpuwhy",
+        "resources": [f"{relative}/overlays/{overlay}"],
+        "components": [f"{relative}/components/{name}" for name in COMPONENTS],
+    }))
+    objects = render(tmp_path)
+    account = one(objects, "ServiceAccount", "gpuwhy")
+    assert account["metadata"]["namespace"] == "my-gpuwhy"
+    bindings = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+    assert {o["metadata"]["name"] for o in bindings} == {"gpuwhy-reader", "gpuwhy-preflight"}
+    for binding in bindings:
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "gpuwhy", "namespace": "my-gpuwhy"}]
+    namespaced = {o["metadata"].get("namespace") for o in objects
+                  if o["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding")}
+    assert namespaced == {"my-gpuwhy"}
+    assert one(objects, "Namespace")["metadata"]["name"] == "my-gpuwhy"

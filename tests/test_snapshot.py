@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.bundle import write_bundle
 from tests.conftest import SCENARIOS
 from triage.snapshot import Snapshot, SnapshotError, event_time
 
@@ -51,7 +52,7 @@ def test_not_a_directory(tmp_path: Path) -> None:
 
 def test_round_trip_through_a_directory(tmp_path: Path) -> None:
     snapshot = Snapshot.from_dir(SCENARIOS / "hami-sharing")
-    snapshot.to_dir(tmp_path / "out")
+    write_bundle(snapshot, tmp_path / "out")
     again = Snapshot.from_dir(tmp_path / "out", cluster="hami-sharing")
     assert again.pods == snapshot.pods and again.nodes == snapshot.nodes
     document = json.loads((tmp_path / "out" / "nodes.json").read_text())

@@ -7,7 +7,6 @@ Indexes are built once per Snapshot, so one triage never rescans every pod.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -97,14 +96,6 @@ class Snapshot:
             self.requested_on(name)
         self.pod("", "")
         self.events_for("", "", "")
-
-    def to_dir(self, path: str | Path) -> None:
-        directory = Path(path)
-        directory.mkdir(parents=True, exist_ok=True)
-        for filename, attribute in DUMP_FILES.items():
-            document = {"apiVersion": "v1", "kind": "List", "items": getattr(self, attribute),
-                        "metadata": {"resourceVersion": ""}}
-            (directory / filename).write_text(json.dumps(document, indent=4) + "\n")
 
     # -- indexes, built once ----------------------------------------------------------
 

@@ -11,6 +11,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from bot.answer.render import render_text
+from bot.cli.bundle import write_bundle
 from bot.cli.commands import command_help
 from bot.cli.options import add_cluster_options
 from bot.config import ConfigError, load_config
@@ -78,14 +79,15 @@ def run_snapshot(args: argparse.Namespace) -> int:
     try:
         snapshot = read_bundle(api_client_from(args), args.namespace, args.page_size,
                                args.request_timeout)
-        snapshot.to_dir(directory)
+        write_bundle(snapshot, directory)
     except ClusterError as exc:
         return _fail(str(exc), EXIT_UNREADABLE)
     except OSError as exc:
         return _fail(f"cannot write {directory}: {exc.strerror or exc}", EXIT_USAGE)
     counts = ", ".join(f"{len(getattr(snapshot, attribute))} {attribute}"
                        for attribute in DUMP_FILES.values())
-    print(f"gpuwhy snapshot: wrote {directory} ({counts})")
+    print(f"gpuwhy snapshot: wrote {directory} ({counts}); env values and config annotations "
+          "redacted, readable by you only (see its README.txt)")
     return EXIT_OK
 
 

@@ -6,9 +6,11 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bot.cli.bundle import README
 from bot.cli.main import main
 from bot.clusters.sources import LiveSource, SnapshotSource
 from tests.kubeapi import FakeKubeAPI, forbidden_status
@@ -106,7 +108,7 @@ def test_triage_of_the_bundle_prints_what_live_triage_prints(
 def test_a_namespace_bundle_keeps_its_finished_pods(api: FakeKubeAPI, tmp_path: Path) -> None:
     kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
     assert main(["snapshot", str(tmp_path / "b"), "-n", "team-b", "--kubeconfig", kubeconfig]) == 0
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted(DUMP_FILES)
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted([*DUMP_FILES, README])
     pods = json.loads((tmp_path / "b" / "pods.json").read_text())["items"]
     names = {(p["metadata"]["namespace"], p["metadata"]["name"], p["status"]["phase"])
              for p in pods}
@@ -135,3 +137,61 @@ def test_a_cluster_error_is_one_line_and_writes_nothing(api: FakeKubeAPI, tmp_pa
         'gpuwhy: Forbidden: User "system:serviceaccount:gpuwhy:gpuwhy" cannot list events at the '
         'cluster scope (RBAC needs verb "list" on resource "events").\n')
     assert not (tmp_path / "b").exists()
+
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _with_secrets(item: dict[str, Any], template: bool) -> dict[str, Any]:
+    """The object as `kubectl apply` leaves it: env values inline, and its whole manifest
+    (the same values again) in the last-applied annotation."""
+    spec = item["spec"]["template"]["spec"] if template else item["spec"]
+    spec["containers"][0]["env"] = [
+        {"name": "DB_PASSWORD", "value": "hunter2-db"},
+        {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "api", "key": "token"}}},
+    ]
+    item["metadata"].setdefault("annotations", {})[LAST_APPLIED] = json.dumps(
+        {"spec": {"env": [{"name": "DB_PASSWORD", "value": "hunter2-db"}]}})
+    return item
+
+
+def test_a_bundle_carries_no_env_value_and_is_private(api: FakeKubeAPI, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    pod = _with_secrets(api.get_object("Pod", "ml", "train-a"), template=False)
+    api.apply(pod)
+    api.apply(_with_secrets(api.get_object("Job", "ml", "finetune"), template=True))
+    kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
+    assert main(["snapshot", str(tmp_path / "bundle"), "--kubeconfig", kubeconfig]) == 0
+    assert "env values and config annotations redacted, readable by you only" in \
+        capsys.readouterr().out
+    bundle = tmp_path / "bundle"
+    for path in bundle.iterdir():
+        assert "hunter2-db" not in path.read_text(), path.name
+        assert path.stat().st_mode & 0o777 == 0o600, path.name
+    assert bundle.stat().st_mode & 0o777 == 0o700
+    [written] = [p for p in json.loads((bundle / "pods.json").read_text())["items"]
+                 if p["metadata"]["name"] == "train-a"]
+    assert written["spec"]["containers"][0]["env"] == [
+        {"name": "DB_PASSWORD", "value": "(redacted by gpuwhy snapshot)"},
+        {"name": "API_TOKEN", "valueFrom": {"secretKeyRef": {"name": "api", "key": "token"}}},
+    ]
+    assert written["metadata"]["annotations"][LAST_APPLIED] == "(redacted by gpuwhy snapshot)"
+    [job] = [w for w in json.loads((bundle / "workloads.json").read_text())["items"]
+             if w["kind"] == "Job"]
+    assert job["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] == \
+        "(redacted by gpuwhy snapshot)"
+    readme = (bundle / README).read_text()
+    assert "env values" in readme and LAST_APPLIED in readme and "0600" in readme
+    # Redaction costs no answer.
+    assert SnapshotSource(bundle).triage(PodRef("ml", "finetune")).cause == "quota-exceeded"
+
+
+def test_an_existing_bundle_directory_is_made_private(api: FakeKubeAPI, tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir(mode=0o755)
+    (bundle / "pods.json").write_text("{}")
+    (bundle / "pods.json").chmod(0o644)
+    assert main(["snapshot", str(bundle), "--kubeconfig",
+                 str(api.kubeconfig(tmp_path / "kubeconfig"))]) == 0
+    assert bundle.stat().st_mode & 0o777 == 0o700
+    assert (bundle / "pods.json").stat().st_mode & 0o777 == 0o600
