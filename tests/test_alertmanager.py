@@ -14,6 +14,7 @@ import pytest
 
 from bot.alerts.alertmanager import PayloadError, parse_payload
 from bot.alerts.receiver import AlertmanagerReceiver, AlertTarget, Credentials
+from bot.web.server import Request
 from tests.alertkit import Counted, Harness, Replica, harness, settings, seven_states_with_trainer
 from triage.refs import PodRef
 
@@ -137,3 +138,67 @@ def test_without_the_token_401_and_nothing_happens(cluster: Harness) -> None:
     assert am.handle(f"Bearer {TOKEN}", b"garbage") == (400, "the body is not JSON")
     workers.shutdown(wait=True)
     assert cluster.posts() == []
+
+
+def _handled(am: AlertmanagerReceiver, workers: ThreadPoolExecutor, body: bytes) -> None:
+    assert am.handle(f"Bearer {TOKEN}", body)[0] == 200
+    workers.shutdown(wait=True)
+
+
+def test_the_alerts_channel_sees_every_namespace_channels_does_not_limit(
+        cluster: Harness) -> None:
+    """As the README shows it: answers in C0SUPPORT for team-b only, alerts to C0ALERTS."""
+    replica = cluster.replica(settings({"channels": {"C0SUPPORT": ["team-b"]},
+                                        "alerts": {"channel": "C0ALERTS"}}))
+    _handled(*receiver(cluster, replica), FIRING)
+    posts = cluster.posts(root=True)
+    assert [post["channel"] for post in posts] == ["C0ALERTS", "C0ALERTS"]
+    assert any("allocatable-zero — research/broken-node" in post["text"] for post in posts)
+
+
+def test_an_alerts_channel_channels_limits_says_why_it_posts_nothing(
+        cluster: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", "bot.alerts.poster")
+    replica = cluster.replica(settings({"channels": {"C0ALERTS": ["team-b"]},
+                                        "alerts": {"channel": "C0ALERTS"}}))
+    _handled(*receiver(cluster, replica), FIRING)
+    assert cluster.posts() == []
+    assert ("alert KubePodNotReady on research/broken-node (allocatable-zero): not posted: "
+            "namespace research may not be posted to alerts.channel C0ALERTS (channels: limits "
+            "it to team-b)") in caplog.messages
+    assert not any("no route and no alerts.channel" in m for m in caplog.messages)
+
+
+def test_a_resolve_with_an_earlier_start_closes_the_firing(cluster: Harness) -> None:
+    """Alertmanager merged the alert with an older instance's: same fingerprint, earlier
+    startsAt. The resolved line still goes into the firing's thread, and a repeat of the
+    firing with that start is not a second post."""
+    replica = cluster.replica(settings(ROUTES))
+    _handled(*receiver(cluster, replica), FIRING)
+    [root] = [c for c in cluster.slack.calls_to("chat.postMessage")
+              if c.params["channel"] == "C0NODES"]
+    earlier = RESOLVED.replace(b'"startsAt": "2026-11-30T13:05:45.123Z"',
+                               b'"startsAt": "2026-11-30T12:58:02.000Z"')
+    assert earlier != RESOLVED
+    refired = FIRING.replace(b'"startsAt": "2026-11-30T13:05:45.123Z"',
+                             b'"startsAt": "2026-11-30T12:58:02.000Z"')
+    _handled(*receiver(cluster, replica), refired)
+    assert len(cluster.posts(root=True)) == 2
+    _handled(*receiver(cluster, replica), earlier)
+    [line] = cluster.posts(root=False)
+    assert line["thread_ts"] == root.answer["ts"]
+    assert line["text"] == "✅ Resolved: KubePodNotReady."
+
+
+def test_a_wrong_token_is_a_warning(cluster: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", "bot.alerts.receiver")
+    am, workers = receiver(cluster, cluster.replica(settings(ROUTES)))
+    request = Request("POST", "/alertmanager", "", {"authorization": "Bearer old-token"},
+                      FIRING, "10.0.0.7")
+    assert am.respond(request).status == 401
+    workers.shutdown(wait=True)
+    [record] = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "alertmanager: refused a request from 10.0.0.7: wrong credentials "
+        "(GPUWHY_ALERTMANAGER_TOKEN or GPUWHY_ALERTMANAGER_PASSWORD)")

@@ -10,7 +10,14 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.alerts.routes import Destination, destination, expand_env, missing_environment
+from bot.alerts.routes import (
+    Destination,
+    destination,
+    expand_env,
+    missing_environment,
+    never_posting,
+    nowhere,
+)
 from bot.config import BotConfig, ConfigError, load_config, parse_duration
 from tests.alertkit import settings
 
@@ -151,5 +158,26 @@ def test_channel_access_rules_hold_for_unasked_answers() -> None:
     assert destination(config, "allocatable-zero", "ml") == Destination("C0NODES")
     # C0NODES may not describe research: the route is passed over
     assert destination(config, "allocatable-zero", "research") == Destination("C0ALERTS")
-    closed = load({"channels": {"C0SUPPORT": ["*"]}, "alerts": {"channel": "C0ALERTS"}})
-    assert destination(closed, "exhausted", "research") is None  # C0ALERTS is not listed
+    # C0ALERTS is not listed: the operator's own channel sees every namespace
+    unlisted = load({"channels": {"C0SUPPORT": ["team-b"]}, "alerts": {"channel": "C0ALERTS"}})
+    assert destination(unlisted, "exhausted", "research") == Destination("C0ALERTS")
+    closed = load({"channels": {"C0ALERTS": ["team-b"]}, "alerts": {"channel": "C0ALERTS"}})
+    assert destination(closed, "exhausted", "research") is None
+    assert nowhere(closed, "exhausted", "research") == (
+        "namespace research may not be posted to alerts.channel C0ALERTS (channels: limits it "
+        "to team-b)")
+    assert nowhere(load({"routes": [{"causes": ["too-large"], "channel": "C0X"}]}),
+                   "exhausted", "research") == "no route takes it and alerts.channel is not set"
+
+
+def test_routes_and_an_alerts_channel_that_could_never_post() -> None:
+    config = load({"channels": {"C0NODES": ["ml"], "C0ALERTS": [], "C0OK": ["*"]},
+                   "alerts": {"channel": "C0ALERTS"},
+                   "routes": [{"namespaces": ["research"], "channel": "C0NODES"},
+                              {"namespaces": ["ml"], "channel": "C0NODES"},
+                              {"channel": "C0OK"}, {"channel": "C0UNLISTED"}]})
+    assert never_posting(config) == [
+        "routes[0] (C0NODES) can never post: channels: limits C0NODES to ml, the route takes "
+        "only research",
+        "alerts.channel (C0ALERTS) can never post: channels: limits C0ALERTS to no namespace"]
+    assert never_posting(ROUTED) == []

@@ -323,6 +323,7 @@ def test_racing_senders_post_once(database_url: str) -> None:
     """Two replicas (two Store objects, two connection pools), three sending threads each."""
     replicas = [Store(database_url), Store(database_url)]
     replicas[0].upgrade()
+    one_answer(replicas[0], datetime(2026, 11, 25, 12, tzinfo=BERLIN))
     digest = load_digest(replicas[0], datetime(2026, 11, 23, tzinfo=BERLIN), BERLIN)
     posts = Posts(delay_s=0.05)  # a slow Slack: the others arrive while the first one posts
     start = threading.Barrier(6)
@@ -380,9 +381,16 @@ def test_scheduler_posts_last_week_once_when_due(tmp_path: Path) -> None:
     store.close()
 
 
+def one_answer(store: Store, at: datetime) -> None:
+    """A store with one answer at ``at``: a week without any posts no digest."""
+    store.record(Verdict("ml/a", "exhausted", "wait"), cluster="prod", asked_by="U1",
+                 source="slack", channel="C1", message_ts="1.1", at=at)
+
+
 def test_scheduler_retries_after_a_failed_post(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
     store.upgrade()
+    one_answer(store, at_berlin(25, 12))
     posts = Posts(failures=1)
     scheduler = DigestScheduler(store, posts, SCHEDULE)
     with pytest.raises(ConnectionError):
@@ -395,6 +403,7 @@ def test_scheduler_retries_after_a_failed_post(tmp_path: Path) -> None:
 def test_scheduler_thread_stops_and_survives_failures(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
     store.upgrade()
+    one_answer(store, datetime.now(UTC) - timedelta(days=7))
     posts = Posts(failures=1000)
     scheduler = DigestScheduler(store, posts, DigestSchedule(channel="C1", weekday=0, hour=0))
     stop = threading.Event()

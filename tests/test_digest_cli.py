@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -295,3 +298,38 @@ def test_scheduler_logs_what_slack_answered(
         thread.join(timeout=5)
     assert "weekly digest: Slack answered not_in_channel" in caplog.messages
     store.close()
+
+
+def test_a_fresh_store_posts_no_empty_digest(tmp_path: Path, slack: FakeSlack,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """The first start on a new store: last week had no answers, so nothing is posted (no
+    "No answers, 0 the week before"), and nothing is claimed: it is not a post."""
+    db = f"sqlite:///{tmp_path / 'fresh.db'}"
+    assert main(["digest", "--db", db, "--post", "C0PLATFORM"]) == 0
+    assert capsys.readouterr().out == (
+        f"the digest {last_week_key()} has no answers: nothing posted to C0PLATFORM\n")
+    assert slack.calls_to("chat.postMessage") == []
+    scheduler = DigestScheduler(Store(db), lambda *posted: pytest.fail(f"posted {posted}"),
+                                DigestSchedule(channel="C0PLATFORM"))
+    assert scheduler.run_pending(datetime.now(UTC) + timedelta(days=7)) is False
+    scheduler.store.close()
+
+
+def test_unreachable_slack_is_the_commands_own_line_alone(db: str, tmp_path: Path) -> None:
+    """In a process, as an operator runs them: no slack_sdk ERROR lines before the line of
+    `gpuwhy digest --post` or of doctor's slack check (Socket Mode credentials too)."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("GPUWHY_", "SLACK_", "KUBECONFIG"))}
+    env.update(SLACK_BOT_TOKEN="xoxb-test", SLACK_APP_TOKEN="xapp-test",
+               SLACK_API_URL="http://127.0.0.1:1/api/", GPUWHY_DATABASE_URL=db,
+               KUBECONFIG=str(tmp_path / "none"))
+    digest = subprocess.run([sys.executable, "-m", "bot.cli", "digest", "--post", "C1"],
+                            capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert (digest.returncode, digest.stderr) == (4, (
+        "gpuwhy digest: posting to C1: cannot reach the Slack Web API at "
+        "http://127.0.0.1:1/api/: connection refused\n"))
+    doctor = subprocess.run([sys.executable, "-m", "bot.cli", "doctor"], capture_output=True,
+                            text=True, env=env, timeout=60, check=False)
+    assert doctor.stderr == ""
+    assert ("FAIL  slack    the bot token: cannot reach the Slack Web API at "
+            "http://127.0.0.1:1/api/: connection refused\n") in doctor.stdout

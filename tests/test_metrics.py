@@ -90,9 +90,14 @@ def test_digest_posts_are_counted_by_result(tmp_path: Path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'store.db'}")
     store.upgrade()
     utc = ZoneInfo("UTC")
-    digest = load_digest(store, datetime(2026, 11, 23, tzinfo=utc), utc)
     before = {result: sample("gpuwhy_digest_posts_total", result=result)
-              for result in ("posted", "already-posted", "failed")}
+              for result in ("posted", "already-posted", "empty", "failed")}
+    assert post_once(store, load_digest(store, datetime(2026, 11, 23, tzinfo=utc), utc), "C1",
+                     lambda *_: pytest.fail("an empty digest is posted")) is False
+    store.record(Verdict("ml/a", "exhausted", "wait"), cluster="prod", asked_by="U1",
+                 source="slack", channel="C1", message_ts="1.1",
+                 at=datetime(2026, 11, 25, tzinfo=utc))
+    digest = load_digest(store, datetime(2026, 11, 23, tzinfo=utc), utc)
 
     def down(channel: str, text: str, blocks: object) -> None:
         raise ConnectionError("slack is down")
@@ -103,7 +108,7 @@ def test_digest_posts_are_counted_by_result(tmp_path: Path) -> None:
     assert post_once(store, digest, "C1", lambda *_: None) is False
     after = {result: sample("gpuwhy_digest_posts_total", result=result) for result in before}
     assert {result: after[result] - before[result] for result in before} == {
-        "posted": 1, "already-posted": 1, "failed": 1}
+        "posted": 1, "already-posted": 1, "empty": 1, "failed": 1}
     store.close()
 
 

@@ -6,14 +6,17 @@ import json
 import shutil
 import sqlite3
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from test_slack_app import as_posted
 
+from bot.store import Store
 from tests.kubeapi import FakeKubeAPI
 from tests.slackfake import FakeSlack, ServeProcess, command_body, http, message_event, sign
+from triage.verdict import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEVEN_STATES = str(FIXTURES / "scenarios" / "seven-states")
@@ -131,6 +134,12 @@ def test_serve_posts_the_weekly_digest_when_due(tmp_path: Path, slack: FakeSlack
     config = tmp_path / "gpuwhy.yaml"
     config.write_text("digest:\n  channel: C0DIGEST\n  weekday: 0\n  hour: 0\n",
                       encoding="utf-8")
+    # Last week had an answer (a week without one posts nothing).
+    store = Store(f"sqlite:///{tmp_path / 'gpuwhy.db'}")
+    store.upgrade()
+    store.record(Verdict("research/full", "exhausted", "wait"), cluster="seven-states",
+                 asked_by="U1", source="slack", at=datetime.now(UTC) - timedelta(days=7))
+    store.close()
     served = ServeProcess(["--snapshot", SEVEN_STATES],
                           environment(slack, tmp_path, GPUWHY_CONFIG=str(config)))
     try:

@@ -22,7 +22,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
 
 from bot.alerts.alertmanager import Alert
-from bot.alerts.routes import Destination, destination
+from bot.alerts.routes import Destination, destination, nowhere
 from bot.alerts.store import AlertStore, Thread
 from bot.alerts.stuck import Progress, StuckGroup, progress
 from bot.alerts.webhook import WebhookSender
@@ -102,7 +102,8 @@ class AlertPoster:
         cause, namespace = verdict.cause, group.workload.namespace
         target = destination(self.config, cause, namespace)
         if target is None:
-            log.info("stuck %s (%s): no route and no alerts.channel", group.workload, cause)
+            log.info("stuck %s (%s): not posted: %s", group.workload, cause,
+                     nowhere(self.config, cause, namespace))
             return
         keys = {pod.uid: self.store.claim_key("pod", pod.uid, cause) for pod in group.pods}
         with self._lock:
@@ -234,13 +235,14 @@ class AlertPoster:
         assert alert.ref is not None, "unmapped alerts are only counted"
         target = destination(self.config, verdict.cause, alert.ref.namespace)
         if target is None:
-            log.info("alert %s on %s (%s): no route and no alerts.channel", alert.name,
-                     alert.ref, verdict.cause)
+            log.info("alert %s on %s (%s): not posted: %s", alert.name, alert.ref,
+                     verdict.cause, nowhere(self.config, verdict.cause, alert.ref.namespace))
             return
         key = self.store.claim_key("alert", alert.key)
         with self._lock:
             try:
-                if key in self.store.claimed([key]):
+                # The same fingerprint still open is the same firing, whatever its startsAt.
+                if key in self.store.claimed([key]) or self._alert_threads(alert):
                     ALERTMANAGER_ALERTS.labels("repeated").inc()
                     return
                 if self._limited(target.channel, f"{alert.name} on {alert.ref}", now):
@@ -267,20 +269,28 @@ class AlertPoster:
                      target.channel or target.webhook)
 
     def resolve_alert(self, alert: Alert, now: datetime) -> None:
-        """One line in the alert's thread; nothing when its firing was never posted."""
+        """One line in the alert's thread; nothing when its firing was never posted. The
+        thread is found by the alert's fingerprint: Alertmanager may send the resolve with
+        an earlier ``startsAt`` than the firing had (merged from another instance)."""
         with self._lock:
             try:
-                thread = self.store.open_thread(ALERT_SUBJECT + alert.key)
-                if thread is None or not self.store.close(thread, now):
+                threads = [thread for thread in self._alert_threads(alert)
+                           if self.store.close(thread, now)]
+                if not threads:
                     ALERTMANAGER_ALERTS.labels("repeated").inc()
                     return
-                if thread.channel is not None and thread.message_ts is not None:
-                    self._line(thread.channel, thread.message_ts,
-                               f"✅ Resolved: {escape_mrkdwn(one_line(alert.name), 200)}.")
+                for thread in threads:
+                    if thread.channel is not None and thread.message_ts is not None:
+                        self._line(thread.channel, thread.message_ts,
+                                   f"✅ Resolved: {escape_mrkdwn(one_line(alert.name), 200)}.")
             except StoreError as exc:
                 log.warning("alert %s resolved: the store failed: %s", alert.name, exc)
             except (SlackClientError, OSError) as exc:
                 log.warning("alert %s resolved: line not posted: %s", alert.name, exc)
+
+    def _alert_threads(self, alert: Alert) -> list[Thread]:
+        """The open threads of the alert's firings (one, unless a resolve was lost)."""
+        return self.store.open_threads(f"{ALERT_SUBJECT}{alert.fingerprint}/")
 
     # rate limit ---------------------------------------------------------------------------
 

@@ -84,9 +84,11 @@ class AlertmanagerReceiver:
         """POST /alertmanager, for the route table of `gpuwhy serve`."""
         status, text = self.handle(request.headers.get("authorization"), request.body)
         challenge = (("WWW-Authenticate", 'Bearer realm="gpuwhy"'),) if status == 401 else ()
-        if status == 401:
-            log.info("alertmanager: refused a request from %s: no valid credentials",
-                     request.client)
+        if status == 401:  # a wrong token in Alertmanager's credentials_file drops alerts
+            given = "no credentials" if not request.headers.get("authorization") \
+                else "wrong credentials"
+            log.warning("alertmanager: refused a request from %s: %s (%s or %s)",
+                        request.client, given, TOKEN_VARIABLE, PASSWORD_VARIABLE)
         return Response(status, text + "\n", headers=challenge)
 
     def handle(self, authorization: str | None, body: bytes) -> tuple[int, str]:

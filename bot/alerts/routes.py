@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.config import BotConfig
+from bot.config import BotConfig, RouteSettings
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -21,19 +21,30 @@ class Destination:
     header: str | None = None  # "Name: value" with ${ENV} references
 
 
+def post_namespaces(config: BotConfig, channel: str) -> tuple[str, ...]:
+    """The namespaces unasked answers posted to ``channel`` may describe: a channel that
+    ``channels`` lists keeps its namespaces; any other (the alerts channel or a route's, named
+    by the operator for these posts) sees every namespace."""
+    access = config.access(channel) if channel in config.channels else None
+    return ("*",) if access is None else access.namespaces
+
+
+def may_post(config: BotConfig, channel: str | None, namespace: str) -> bool:
+    allowed = ("*",) if channel is None else post_namespaces(config, channel)
+    return "*" in allowed or namespace in allowed
+
+
 def destination(config: BotConfig, cause: str, namespace: str) -> Destination | None:
     """Where the answer ``cause`` about a pod in ``namespace`` goes; None: nowhere.
 
-    The ``channels`` access rules hold for unasked answers too: a route whose channel may
-    not describe the namespace is passed over, like one whose filters do not match.
+    The ``channels`` access rules hold for unasked answers to the channels it lists: a route
+    whose channel may not describe the namespace is passed over, like one whose filters do
+    not match.
     """
-
-    def may_post(channel: str | None) -> bool:
-        return channel is None or config.namespace_allowed(channel, namespace)
-
-    default = config.alerts.channel if may_post(config.alerts.channel) else None
+    default = config.alerts.channel if may_post(config, config.alerts.channel, namespace) \
+        else None
     for route in config.routes:
-        if route.takes(cause, namespace) and may_post(route.channel):
+        if route.takes(cause, namespace) and may_post(config, route.channel, namespace):
             # A route that only names a webhook keeps the answer out of Slack; one that
             # names a mention without a channel pings in the default channel.
             webhook_only = route.webhook is not None and route.mention is None
@@ -42,6 +53,45 @@ def destination(config: BotConfig, cause: str, namespace: str) -> Destination | 
                 return None
             return Destination(channel, route.mention, route.webhook, route.webhook_header)
     return None if default is None else Destination(default)
+
+
+def nowhere(config: BotConfig, cause: str, namespace: str) -> str:
+    """Why ``destination`` found no place for the answer, for the log line."""
+    closed = [f"{where} {channel} (channels: limits it to "
+              f"{', '.join(post_namespaces(config, channel)) or 'no namespace'})"
+              for where, channel, route in _slack_channels(config)
+              if (route is None or route.takes(cause, namespace))
+              and not may_post(config, channel, namespace)]
+    if closed:
+        return f"namespace {namespace} may not be posted to {' or '.join(closed)}"
+    if config.alerts.channel is None:
+        return "no route takes it and alerts.channel is not set"
+    return "no route takes it"
+
+
+def never_posting(config: BotConfig) -> list[str]:
+    """Routes and the alerts channel that no answer could ever reach: ``channels`` limits the
+    channel to namespaces the route does not take (or to none). One sentence each."""
+    problems = []
+    for where, channel, route in _slack_channels(config):
+        allowed = post_namespaces(config, channel)
+        taken = () if route is None or "*" in route.namespaces else route.namespaces
+        if "*" in allowed or (allowed and (not taken or set(taken) & set(allowed))):
+            continue
+        wanted = f", the route takes only {', '.join(taken)}" if taken else ""
+        problems.append(f"{where} ({channel}) can never post: channels: limits {channel} "
+                        f"to {', '.join(allowed) or 'no namespace'}{wanted}")
+    return problems
+
+
+def _slack_channels(config: BotConfig) -> list[tuple[str, str, RouteSettings | None]]:
+    """(the setting, its Slack channel, its route; None for alerts.channel)."""
+    named: list[tuple[str, str, RouteSettings | None]] = [
+        (f"routes[{index}]", route.channel, route)
+        for index, route in enumerate(config.routes) if route.channel is not None]
+    if config.alerts.channel is not None:
+        named.append(("alerts.channel", config.alerts.channel, None))
+    return named
 
 
 def expand_env(text: str, environ: Mapping[str, str]) -> str:

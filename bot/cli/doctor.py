@@ -13,16 +13,19 @@ import argparse
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
+from bot.alerts.routes import never_posting
 from bot.cli.commands import command_help
 from bot.cli.options import add_cluster_options, add_db_option
-from bot.config import ConfigError, load_config
+from bot.config import BotConfig, ClusterSource, ConfigError, load_config
 from bot.slack.app import slack_client
-from bot.store import Store, StoreError, database_url, one_line
+from bot.slack.quiet import quiet_client, slack_failure
+from bot.store import Store, StoreError, database_url
 from triage.cluster.kubeconfig import load_api_client
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
@@ -42,7 +45,6 @@ from triage.errors import ClusterError
 EXIT_OK, EXIT_FAILED = 0, 1
 # The bot token's scopes, as deploy/slack-app-manifest.yaml asks for them.
 BOT_SCOPES = ("commands", "chat:write", "channels:history", "groups:history")
-SLACK_TIMEOUT_S = 10
 # Everything gpuwhy reads, with every verb the bot uses on it (the watch cache watches nodes
 # and pods; the ClusterRole in deploy/base grants the three verbs on each).
 READ_RESOURCES = (NODES, PODS, EVENTS, QUOTAS, RUNTIME_CLASSES, *WORKLOADS.values(),
@@ -74,20 +76,29 @@ def register(subparsers: Any) -> None:
 
 def run_doctor(args: argparse.Namespace) -> int:
     env = os.environ
+    config = _config(env)
     results = [check_config(env), check_slack(env)]
-    reader = _reader(args, results)
-    results.append(check_access(reader) if reader is not None else Result(
-        "access", False, "not checked: the cluster did not answer"))
+    if config is not None and config.alerts_enabled:
+        results.append(check_alerts(config))
+    for name, where in _clusters(args, config):
+        results += _check_cluster(args, name, where)
     results.append(check_store(args.db, env))
     for result in results:
         print(result.line())
     failed = [result.check for result in results if not result.ok]
     if failed:
         print(f"gpuwhy doctor: {len(failed)} of {len(results)} checks failed "
-              f"({', '.join(failed)})")
+              f"({', '.join(dict.fromkeys(failed))})")
         return EXIT_FAILED
     print(f"gpuwhy doctor: all {len(results)} checks passed")
     return EXIT_OK
+
+
+def _config(env: Mapping[str, str]) -> BotConfig | None:
+    try:
+        return load_config(env)
+    except ConfigError:
+        return None  # check_config says why
 
 
 def check_config(env: Mapping[str, str]) -> Result:
@@ -99,14 +110,25 @@ def check_config(env: Mapping[str, str]) -> Result:
     return Result("config", True, f"{source}: valid (cluster {config.cluster})")
 
 
+def check_alerts(config: BotConfig) -> Result:
+    """Every route and the alerts channel can post something: ``channels`` does not limit
+    their channel to namespaces they never take."""
+    if problems := never_posting(config):
+        return Result("alerts", False, "; ".join(problems))
+    where = [f"alerts.channel {config.alerts.channel}"] if config.alerts.channel else []
+    where += [f"{len(config.routes)} route{'s' if len(config.routes) != 1 else ''}"] \
+        if config.routes else []
+    return Result("alerts", True, f"{' and '.join(where)} can post")
+
+
 def check_slack(env: Mapping[str, str]) -> Result:
     if not env.get("SLACK_BOT_TOKEN"):
         return Result("slack", False, "SLACK_BOT_TOKEN is not set")
-    bot = _quiet(slack_client(env))
+    bot = quiet_client(env.get("SLACK_BOT_TOKEN"), slack_client(env).base_url)
     try:
         identity = bot.auth_test()
     except (SlackApiError, SlackClientError, OSError) as exc:
-        return Result("slack", False, f"the bot token: {_slack_failure(bot, exc)}")
+        return Result("slack", False, f"the bot token: {slack_failure(bot.base_url, exc)}")
     granted = {s.strip() for s in (_header(identity.headers, "x-oauth-scopes") or "").split(",")}
     missing = [scope for scope in BOT_SCOPES if scope not in granted]
     if missing:
@@ -125,32 +147,16 @@ def _mode(env: Mapping[str, str], bot: WebClient) -> tuple[bool, str] | None:
     """The serving mode's credential: the app token is tried, the signing secret only set."""
     app_token = env.get("SLACK_APP_TOKEN")
     if app_token:
-        app = WebClient(token=app_token, base_url=bot.base_url, timeout=SLACK_TIMEOUT_S,
-                        logger=bot.logger, retry_handlers=[])
+        app = quiet_client(app_token, bot.base_url)
         try:
             app.apps_connections_open(app_token=app_token)
         except (SlackApiError, SlackClientError, OSError) as exc:
-            return False, (f"Socket Mode: the app token: {_slack_failure(app, exc)} (it needs "
-                           "the connections:write scope)")
+            return False, (f"Socket Mode: the app token: {slack_failure(app.base_url, exc)} "
+                           "(it needs the connections:write scope)")
         return True, "Socket Mode: the app token opens a connection"
     if env.get("SLACK_SIGNING_SECRET"):
         return True, "HTTP mode: SLACK_SIGNING_SECRET is set"
     return None
-
-
-def _quiet(client: WebClient) -> WebClient:
-    """The same client without retries and with a short timeout: doctor reports, it waits not."""
-    client.retry_handlers.clear()
-    client.timeout = SLACK_TIMEOUT_S
-    return client
-
-
-def _slack_failure(client: WebClient, exc: BaseException) -> str:
-    if isinstance(exc, SlackApiError):
-        return f"Slack answered {exc.response.get('error')}"
-    reason = getattr(exc, "reason", exc)
-    text = (reason.strerror or "").lower() if isinstance(reason, OSError) else ""
-    return f"cannot reach the Slack Web API at {client.base_url}: {text or one_line(exc)}"
 
 
 def _header(headers: Mapping[str, Any], name: str) -> str | None:
@@ -160,17 +166,34 @@ def _header(headers: Mapping[str, Any], name: str) -> str | None:
     return None
 
 
-def _reader(args: argparse.Namespace, results: list[Result]) -> ClusterReader | None:
-    """Append the cluster check; the reader for the access check when the cluster answers."""
+def _clusters(args: argparse.Namespace,
+              config: BotConfig | None) -> list[tuple[str | None, ClusterSource | None]]:
+    """What to check: every configured cluster, or (--kubeconfig / --context, or none
+    configured) the one kubectl would read."""
+    if config is None or not config.clusters or args.kubeconfig or args.context:
+        return [(None, None)]
+    return list(config.clusters.items())
+
+
+def _check_cluster(args: argparse.Namespace, name: str | None,
+                   where: ClusterSource | None) -> list[Result]:
+    """The cluster line and the access line of one cluster (each naming it, when named)."""
+    named = "" if name is None else f"{name}: "
+    if where is not None and where.snapshot is not None:
+        readable = Path(where.snapshot).is_dir()
+        return [Result("cluster", readable, f"{named}dump directory {where.snapshot}"
+                       f"{'' if readable else ': not a directory'}")]
     try:
-        reader = ClusterReader(load_api_client(args.kubeconfig, args.context),
-                               args.request_timeout)
+        api_client = load_api_client(args.kubeconfig, args.context) if where is None else \
+            load_api_client(where.kubeconfig, where.context, in_cluster=where.in_cluster)
+        reader = ClusterReader(api_client, args.request_timeout)
         version = reader.server_version()
     except ClusterError as exc:
-        results.append(Result("cluster", False, str(exc)))
-        return None
-    results.append(Result("cluster", True, f"{reader.server}: Kubernetes {version}"))
-    return reader
+        return [Result("cluster", False, f"{named}{exc}"),
+                Result("access", False, f"{named}not checked: the cluster did not answer")]
+    access = check_access(reader)
+    return [Result("cluster", True, f"{named}{reader.server}: Kubernetes {version}"),
+            Result("access", access.ok, f"{named}{access.detail}")]
 
 
 def check_access(reader: ClusterReader) -> Result:

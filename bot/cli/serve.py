@@ -23,12 +23,13 @@ from bot.alerts.service import AlertService
 from bot.cli.commands import command_help
 from bot.cli.options import add_cluster_options, add_db_option, port
 from bot.clusters.fleet import Fleet, build_fleet
-from bot.clusters.sources import SnapshotSource, WatchSource
+from bot.clusters.sources import SnapshotSource, WatchSource, configured_name
 from bot.clusters.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from bot.config import BotConfig, ConfigError, load_config
 from bot.digest import DigestError
 from bot.slack.app import bolt_app, slack_client
 from bot.slack.listeners.state import BotState
+from bot.slack.quiet import quiet_client, unreachable
 from bot.store import Store, StoreError, database_url
 from bot.store.journal import IncidentJournal, JournalError, default_journal_path
 from bot.web.metrics import READINGS
@@ -55,10 +56,6 @@ EXIT_OK, EXIT_SETUP = 0, 1
 STORE_GRACE_S = 5.0  # at SIGTERM, for the store to take what waits (Kubernetes allows 30 s)
 DEFAULT_PORT = 3000
 log = logging.getLogger("gpuwhy")
-# The start-up check logs nothing itself: its failure becomes the one line serve prints.
-_QUIET = logging.getLogger("gpuwhy.serve.startup")
-_QUIET.addHandler(logging.NullHandler())
-_QUIET.propagate = False
 
 
 class ServeError(Exception):
@@ -186,15 +183,12 @@ def _tokens(env: Mapping[str, str]) -> tuple[str | None, str | None]:
 
 def _check_bot_token(client: WebClient) -> None:
     """auth.test once, quietly, so a rejected token or an unreachable API is one clear line."""
-    quiet = WebClient(token=client.token, base_url=client.base_url, timeout=client.timeout,
-                      logger=_QUIET, retry_handlers=[])
     try:
-        quiet.auth_test()
+        quiet_client(client.token, client.base_url, client.timeout).auth_test()
     except SlackApiError as exc:
         raise ServeError(f"Slack rejected SLACK_BOT_TOKEN ({exc.response.get('error')})") from exc
     except (SlackClientError, OSError) as exc:
-        raise ServeError(f"cannot reach the Slack Web API at {client.base_url}: "
-                         f"{_reason(exc)}") from exc
+        raise ServeError(unreachable(client.base_url, exc)) from exc
 
 
 def _connect(handler: SocketModeHandler) -> None:
@@ -214,14 +208,6 @@ def _mute(record: logging.LogRecord) -> bool:
     return False
 
 
-def _reason(exc: BaseException) -> str:
-    """"connection refused" rather than "<urlopen error [Errno 111] Connection refused>"."""
-    reason = getattr(exc, "reason", exc)
-    if isinstance(reason, OSError) and reason.strerror:
-        return reason.strerror.lower()
-    return _one_line(reason if isinstance(reason, BaseException) else exc)
-
-
 def _fleet(args: argparse.Namespace, config: BotConfig) -> Fleet:
     """The configured clusters, one watch cache each; or the one of --snapshot / --kubeconfig."""
     if args.snapshot:
@@ -229,10 +215,8 @@ def _fleet(args: argparse.Namespace, config: BotConfig) -> Fleet:
     if config.clusters and not (args.kubeconfig or args.context):
         return build_fleet(config, watch=True, page_size=args.page_size,
                            timeout=args.request_timeout)
-    # Without a configured name the store records the API server's URL.
-    cluster = "" if config.cluster == BotConfig.cluster else config.cluster
     return Fleet.single(WatchSource(args.kubeconfig, args.context, config.triage,
-                                    cluster=cluster, page_size=args.page_size,
+                                    cluster=configured_name(config), page_size=args.page_size,
                                     timeout=args.request_timeout,
                                     stale_after=config.watch.stale_after_seconds).start())
 

@@ -201,6 +201,8 @@ def run_digest(args: argparse.Namespace) -> int:
             return _fail("digest", exc, EXIT_FAILED)
         if posted:
             print(f"posted the digest {digest.key} to {channel}")
+        elif digest.total == 0:
+            print(f"the digest {digest.key} has no answers: nothing posted to {channel}")
         else:
             print(f"the digest {digest.key} was already posted to {channel}")
         return EXIT_OK

@@ -15,7 +15,7 @@ from bot.answer.render import render_text
 from bot.cli.commands import command_help
 from bot.cli.options import add_cluster_options, add_db_option
 from bot.cli.program import finish
-from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource
+from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource, configured_name
 from bot.clusters.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from bot.config import BotConfig, ConfigError, load_config
 from bot.web.metrics import ANSWERS
@@ -90,8 +90,9 @@ def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdi
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        source = with_prometheus(_source(args, config, ref), prometheus_settings(
-            config, args.prometheus, cluster=args.cluster))
+        cluster = _configured_cluster(args, config)
+        source = with_prometheus(_source(args, config, ref, cluster), prometheus_settings(
+            config, args.prometheus, cluster=cluster))
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except (SnapshotError, ClusterError) as exc:
@@ -137,7 +138,9 @@ class UsageError(ValueError):
     """Options that do not go together; the message says which."""
 
 
-def _source(args: argparse.Namespace, config: BotConfig, ref: PodRef) -> TriageSource:
+def _configured_cluster(args: argparse.Namespace, config: BotConfig) -> str | None:
+    """The entry of ``clusters`` to read: --cluster, else (like kubectl's current context)
+    ``default_cluster`` unless --snapshot, --kubeconfig or --context say where to read."""
     if args.cluster:
         if args.snapshot or args.kubeconfig or args.context:
             raise UsageError("--cluster names where to read from: drop --snapshot, "
@@ -145,20 +148,30 @@ def _source(args: argparse.Namespace, config: BotConfig, ref: PodRef) -> TriageS
         if not config.clusters:
             raise UsageError(f"--cluster {args.cluster}: no clusters are configured "
                              "(clusters in the GPUWHY_CONFIG file)")
-        from bot.clusters.fleet import (  # only --cluster needs a fleet
+        return str(args.cluster)
+    if not config.clusters or args.snapshot or args.kubeconfig or args.context:
+        return None
+    return config.default_cluster or next(iter(config.clusters))
+
+
+def _source(args: argparse.Namespace, config: BotConfig, ref: PodRef,
+            cluster: str | None) -> TriageSource:
+    if cluster is not None:
+        from bot.clusters.fleet import (  # only a configured cluster needs a fleet
             UnknownClusterError,
             build_fleet,
         )
 
         try:
-            return build_fleet(config, watch=False, only=args.cluster, page_size=args.page_size,
+            return build_fleet(config, watch=False, only=cluster, page_size=args.page_size,
                                timeout=args.request_timeout).source()
         except UnknownClusterError as exc:
             raise UsageError(str(exc)) from exc
     if args.snapshot:
         return SnapshotSource(args.snapshot, config.triage, namespace=ref.namespace)
     return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config.triage,
-                      page_size=args.page_size, timeout=args.request_timeout)
+                      cluster=configured_name(config), page_size=args.page_size,
+                      timeout=args.request_timeout)
 
 
 def demo_directory() -> Path:

@@ -9,6 +9,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from bot.config import BotConfig
 from bot.web.metrics import TRIAGE_SECONDS, CacheReading, count_kubernetes_requests
 from scoring.objects import K8sObject
 from scoring.summary import log_lines
@@ -38,6 +39,12 @@ class TriageSource(Protocol):
     def as_of(self) -> datetime | None:
         """When the data the answers come from was read, if not just now (a dump's time)."""
         ...
+
+
+def configured_name(config: BotConfig) -> str:
+    """The name ``cluster`` (GPUWHY_CLUSTER) gives the one cluster of --kubeconfig; "" when
+    the config names none, and the source records the API server's URL."""
+    return "" if config.cluster == BotConfig.cluster else config.cluster
 
 
 def answered(reader: str, answer: Callable[[], Verdict]) -> Verdict:

@@ -22,6 +22,7 @@ from bot.digest.weeks import (
     week_key,
     week_start,
 )
+from bot.slack.quiet import quiet_client, slack_failure
 from bot.store import Store, one_line
 from bot.web.metrics import DIGEST_POSTS
 
@@ -34,36 +35,35 @@ class PostError(Exception):
     """Slack did not take the digest; str() is one line."""
 
 
-def describe_failure(exc: BaseException) -> str:
-    """One line for the log or the terminal; Slack's own error code when Slack answered."""
-    if isinstance(exc, SlackApiError):
-        return f"Slack answered {exc.response.get('error', 'an error')}"
-    return one_line(exc)
-
-
 def slack_post(environ: Mapping[str, str] | None = None) -> Post:
-    """chat.postMessage with SLACK_BOT_TOKEN (and SLACK_API_URL, if set); raises PostError."""
+    """chat.postMessage with SLACK_BOT_TOKEN (and SLACK_API_URL, if set); raises PostError
+    (its one line is the only trace: the client itself logs nothing)."""
 
     env = os.environ if environ is None else environ
     token = env.get("SLACK_BOT_TOKEN")
     if not token:
         raise DigestError("SLACK_BOT_TOKEN is not set; it is needed to post")
-    client = WebClient(token=token, base_url=env.get("SLACK_API_URL") or WebClient.BASE_URL)
+    client = quiet_client(token, env.get("SLACK_API_URL") or WebClient.BASE_URL)
 
     def post(channel: str, text: str, blocks: Blocks) -> None:
         try:
             client.chat_postMessage(channel=channel, text=text, blocks=blocks)
         except (SlackClientError, OSError) as exc:
-            raise PostError(f"posting to {channel}: {describe_failure(exc)}") from None
+            raise PostError(f"posting to {channel}: {slack_failure(client.base_url, exc)}") \
+                from None
 
     return post
 
 
 def post_once(store: Store, digest: Digest, channel: str, post: Post) -> bool:
-    """Post ``digest`` to ``channel`` unless someone already has; False when someone has.
+    """Post ``digest`` to ``channel`` unless someone already has, or it has no answers (a
+    fresh store's first week, a quiet week: "No answers" is nothing to read); False then.
 
     The claim comes first, so racing replicas post once; a failed post gives it back.
     """
+    if digest.total == 0:
+        DIGEST_POSTS.labels("empty").inc()
+        return False
     if not store.claim_digest(digest.key, channel):
         DIGEST_POSTS.labels("already-posted").inc()
         return False
@@ -117,5 +117,6 @@ class DigestScheduler:
             try:
                 self.run_pending(datetime.now(UTC))
             except Exception as exc:  # a store or Slack outage must not end the thread
-                log.warning("weekly digest: %s", describe_failure(exc))
+                log.warning("weekly digest: %s", slack_failure("", exc)
+                            if isinstance(exc, SlackApiError) else one_line(exc))
             stop.wait(interval_s)

@@ -51,7 +51,7 @@ PROMETHEUS_QUERIES = Counter(
     ["family", "result"], registry=REGISTRY)
 DIGEST_POSTS = Counter(
     "gpuwhy_digest_posts",
-    "Weekly digest posts, by result (posted, already-posted, failed)",
+    "Weekly digest posts, by result (posted, already-posted, empty, failed)",
     ["result"], registry=REGISTRY)
 
 ALERT_POSTS = Counter(
