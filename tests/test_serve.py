@@ -14,9 +14,9 @@ import pytest
 from test_slack_app import as_posted
 
 from bot.store import Store
+from scoring.verdict import Verdict
 from tests.kubeapi import FakeKubeAPI
 from tests.slackfake import FakeSlack, ServeProcess, command_body, http, message_event, sign
-from triage.verdict import Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEVEN_STATES = str(FIXTURES / "scenarios" / "seven-states")
