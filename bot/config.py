@@ -39,6 +39,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from bot.config_keys import DuplicateKeyError, UniqueKeyLoader, did_you_mean, unique_keys
 from triage.config import DEFAULT_GPU_DRIVERS, DEFAULT_GPU_RESOURCES, TriageConfig
 from triage.dcgm import DcgmLabels
 from triage.vocabulary import Cause
@@ -427,7 +428,7 @@ def _describe(error: ErrorDetails, data: object, from_env: Mapping[str, str]) ->
         return f"{'.'.join(loc[:-1])}: key {_shown(error['input'])}: {_reason(error)}"
     key = ".".join(loc) or "(top level)"
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
-        return f"{key}: unknown key"
+        return f"{key}: unknown key{did_you_mean(BotConfig, loc)}"
     if error["type"] in MISSING:
         return f"{key}: missing (required)"
     name = f"{from_env[key]} ({key})" if key in from_env else key
@@ -499,7 +500,10 @@ def _shown(value: object) -> str:
 def _read_file(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text, object_pairs_hook=unique_keys) if path.suffix == ".json" \
+            else yaml.load(text, Loader=UniqueKeyLoader)
+    except DuplicateKeyError as exc:
+        raise ConfigError(f"config {path}: {exc}") from None
     except (OSError, ValueError, yaml.YAMLError) as exc:
         raise ConfigError(f"config {path}: cannot read: {' '.join(str(exc).split())}") from None
     if data is None:  # an empty file: every default
@@ -507,3 +511,4 @@ def _read_file(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"config {path}: expected a mapping of keys at the top level")
     return data
+

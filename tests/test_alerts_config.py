@@ -83,7 +83,9 @@ def test_bad_durations_are_named(tmp_path: Path, bad: object) -> None:
 
 
 @pytest.mark.parametrize(("data", "expected"), [
-    ({"alerts": {"pending_afer": "10m"}}, "alerts.pending_afer: unknown key"),
+    ({"alerts": {"pending_afer": "10m"}},
+     "alerts.pending_afer: unknown key "
+     "(did you mean pending_after?)"),
     ({"alerts": {"max_posts_per_hour": "20"}},
      "alerts.max_posts_per_hour = '20': must be a whole number"),
     ({"alerts": {"max_posts_per_hour": 0}}, "alerts.max_posts_per_hour = 0: must be at least 1"),

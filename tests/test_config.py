@@ -54,8 +54,8 @@ def _error(tmp_path: Path, text: str, **environ: str) -> str:
     ('digest: {channel: "gpu help"}\n',
      "digest.channel = 'gpu help': not a Slack channel id (C0123ABCD) or #name"),
     ("digest: 3\n", "digest = 3: must be a section (a mapping of keys)"),
-    ("cluster: prod\nclusterr: prod\n", "clusterr: unknown key"),
-    ("digest: {weekdays: 1}\n", "digest.weekdays: unknown key"),
+    ("cluster: prod\nclusterr: prod\n", "clusterr: unknown key (did you mean cluster?)"),
+    ("digest: {weekdays: 1}\n", "digest.weekdays: unknown key (did you mean weekday?)"),
     ("triage: {node_policy: fastest}\n",
      "triage.node_policy = 'fastest': must be one of binpack or spread"),
     ("triage: {gpu_resources: []}\n", "triage.gpu_resources = []: must not be empty"),
@@ -73,7 +73,9 @@ def _error(tmp_path: Path, text: str, **environ: str) -> str:
      "channels.C1.0 = 'Research': not a namespace name or \"*\""),
     ("cluster: 7\n", "cluster = 7: must be a string"),
     ("watch: {stale_after_seconds: 5}\n", "watch.stale_after_seconds = 5: must be at least 10"),
-    ("watch: {stale_after: 60}\n", "watch.stale_after: unknown key"),
+    ("watch: {stale_after: 60}\n",
+     "watch.stale_after: unknown key "
+     "(did you mean stale_after_seconds?)"),
 ])
 def test_each_mistake_names_the_key_and_the_value(text: str, problem: str,
                                                   tmp_path: Path) -> None:
@@ -194,7 +196,9 @@ def test_several_clusters_as_written(tmp_path: Path) -> None:
      "(with context), in_cluster: true, snapshot (found in_cluster, snapshot)"),
     ("clusters: {Prod: {snapshot: /x}}\n",
      "clusters: key 'Prod': not a cluster name (lower case letters, digits, -)"),
-    ("clusters: {prod: {snapshot: /x, kubeconfg: /y}}\n", "clusters.prod.kubeconfg: unknown key"),
+    ("clusters: {prod: {snapshot: /x, kubeconfg: /y}}\n",
+     "clusters.prod.kubeconfg: unknown key "
+     "(did you mean kubeconfig?)"),
     ("clusters: {prod: {in_cluster: 'yes'}}\n",
      "clusters.prod.in_cluster = 'yes': must be true or false"),
     ("clusters: [prod]\n", "clusters = ['prod']: must be a mapping (key: value)"),
@@ -205,7 +209,9 @@ def test_several_clusters_as_written(tmp_path: Path) -> None:
      "channels.C1.cluster = 'b': not one of clusters (a)"),
     ("clusters: {a: {snapshot: /x}}\nchannels: {C1: {clusters: [a, c]}}\n",
      "channels.C1.clusters = 'c': not one of clusters (a)"),
-    ("channels: {C1: {namespaces: [ml], clusterz: a}}\n", "channels.C1.clusterz: unknown key"),
+    ("channels: {C1: {namespaces: [ml], clusterz: a}}\n",
+     "channels.C1.clusterz: unknown key "
+     "(did you mean cluster?)"),
     ("channels: {C1: {namespaces: research}}\n",
      "channels.C1.namespaces = 'research': must be a list, not a string (write [research])"),
 ])
@@ -223,3 +229,36 @@ def test_readme_several_clusters_example_is_valid(tmp_path: Path) -> None:
         "research", "prod", "prod"]
     assert not config.cluster_allowed("C0RESEARCH", "lab")
     assert config.cluster_allowed("C0PLATFORM", "lab") and config.cluster_allowed("C0TEAMB", "lab")
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("routes: [{chanel: C1}]\n", "routes.0.chanel: unknown key (did you mean channel?)"),
+    ("channels: {C1: {namespacs: [a]}}\n",
+     "channels.C1.namespacs: unknown key (did you mean namespaces?)"),
+    ("prometheus: {labels: {nod: node}}\n",
+     "prometheus.labels.nod: unknown key (did you mean node?)"),
+    ("clusters: {p: {snapshot: /x, prometheus: {tiemout: 2}}}\n",
+     "clusters.p.prometheus.tiemout: unknown key (did you mean timeout?)"),
+    ("alerts: {pending: 5m}\n", "alerts.pending: unknown key (did you mean pending_after?)"),
+    ("wholly_unknown: 1\n", "wholly_unknown: unknown key"),
+])
+def test_an_unknown_key_names_the_key_it_likely_means(text: str, problem: str,
+                                                      tmp_path: Path) -> None:
+    assert _error(tmp_path, text) == problem
+
+
+@pytest.mark.parametrize(("name", "text", "problem"), [
+    ("gpuwhy.yaml", "cluster: a\ndigest: {hour: 3}\ncluster: b\n",
+     "line 3: key 'cluster' is given twice (first on line 1); give it once"),
+    ("gpuwhy.yaml", "digest:\n  hour: 3\n  weekday: 1\n  hour: 4\n",
+     "line 4: key 'hour' is given twice (first on line 2); give it once"),
+    ("gpuwhy.json", '{"cluster": "a", "cluster": "b"}',
+     "key 'cluster' is given twice; give it once"),
+])
+def test_a_key_given_twice_is_an_error(name: str, text: str, problem: str,
+                                       tmp_path: Path) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_config({"GPUWHY_CONFIG": str(path)})
+    assert str(error.value) == f"config {path}: {problem}"

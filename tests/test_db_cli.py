@@ -131,3 +131,16 @@ def test_prune_bad_days_is_one_line(days: str, problem: str, tmp_path: Path,
     assert run(capsys, "db", "prune", f"--older-than={days}", "--db", f"sqlite:///{db}") == (
         2, "", f"gpuwhy db prune: {problem}\n")
     assert not db.exists()
+
+
+def test_current_of_a_new_path_creates_no_file(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A typo in --db must not leave an empty store behind for the bot to open later."""
+    path = tmp_path / "typo.db"
+    assert run(capsys, "db", "current", "--db", f"sqlite:///{path}") == (
+        1, f"database sqlite:///{path} is at no schema yet, the newest is {HEAD}: run gpuwhy "
+           "db upgrade\n", "")
+    assert not path.exists()
+    assert run(capsys, "doctor", "--db", f"sqlite:///{path}", "--kubeconfig",
+               str(tmp_path / "none"))[0] == 1
+    assert not path.exists()

@@ -192,6 +192,9 @@ class Store:
     def revisions(self) -> Revisions:
         """The schema's migration and the newest one this gpuwhy ships; migrates nothing."""
         script = ScriptDirectory(str(MIGRATIONS_DIR))
+        path = self.sqlite_path
+        if path is not None and not path.exists():  # connecting would create an empty file
+            return Revisions(current=None, head=script.get_current_head())
         with self._failures("read the schema version"), self.engine.connect() as connection:
             current = MigrationContext.configure(connection).get_current_revision()
         return Revisions(current=current, head=script.get_current_head())
