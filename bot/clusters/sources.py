@@ -147,7 +147,7 @@ class WatchSource:
         # bookmarks) still proves the API server is there.
         self.cache = kube.WatchCache(api_client, timeout=timeout, page_size=page_size,
                                 watch_seconds=max(1, min(watch_seconds, int(stale_after / 2))),
-                                retry_delay=retry_delay)
+                                retry_delay=retry_delay, name=cluster)
 
     def start(self) -> WatchSource:
         self.cache.start()
@@ -161,7 +161,11 @@ class WatchSource:
         return self.cache.ready and self.staleness() is None
 
     def staleness(self) -> str | None:
-        """Why a listed cache no longer counts as current, for /readyz; None while it does."""
+        """Why the cache does not count as current, for /readyz; None while it does (or is
+        still loading its first lists): RBAC refusing a read, a first list that keeps
+        failing, or no word from the API server for longer than ``stale_after``."""
+        if (trouble := self.cache.trouble()) is not None:
+            return trouble
         age = self.cache.age()
         if not self.cache.ready or (age is not None and age <= self.stale_after):
             return None

@@ -97,6 +97,15 @@ _USER = re.compile(r'User "([^"]+)"')
 _RUNTIME_CLASS_NOT_FOUND = re.compile(r'RuntimeClass "[^"]*" not found')
 
 
+class Forbidden(ClusterError):
+    """403: RBAC does not let gpuwhy's identity make this call (the message says which)."""
+
+    def __init__(self, message: str, verb: str, resource: str) -> None:
+        super().__init__(message)
+        self.verb = verb
+        self.resource = resource
+
+
 class NotServed(ClusterError):
     """A list answered 404: the API server does not serve that resource (or its group)."""
 
@@ -358,8 +367,9 @@ class ClusterReader:
         identity = f'User "{user.group(1)}"' if user else "gpuwhy's identity"
         scope = (f'in namespace "{call.namespace}"' if call.namespace
                  else "at the cluster scope")
-        return ClusterError(f"Forbidden: {identity} cannot {call.verb} {resource} {scope} "
-                            f'(RBAC needs verb "{call.verb}" on resource "{resource}").')
+        return Forbidden(f"Forbidden: {identity} cannot {call.verb} {resource} {scope} "
+                         f'(RBAC needs verb "{call.verb}" on resource "{resource}").',
+                         call.verb, resource)
 
     def _not_found(self, call: _Call, message: str) -> ClusterError:
         return ClusterError(f"Not found: the Kubernetes API server at {self.server} has "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import math
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -37,6 +38,7 @@ from triage.cluster.reader import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     ClusterReader,
+    Forbidden,
     NotServed,
     Resource,
 )
@@ -49,6 +51,7 @@ from triage.slim import slim_node, slim_pod
 from triage.snapshot import Snapshot, rfc3339
 
 log = logging.getLogger(__name__)
+MAX_RETRY_DELAY = 60.0  # seconds between tries of a list or watch that keeps failing
 
 
 # -- watch cache ---------------------------------------------------------------------------
@@ -358,6 +361,8 @@ class _Reflector:
         self.list_error: str | None = None  # why the list that is due keeps failing
         self.heard: float | None = None  # time.monotonic() of the API server's last answer
         self.last_error: str | None = None  # the last failure of this resource's list/watch
+        self.failing: ClusterError | None = None  # set from a failure to the next success
+        self.failures = 0  # in a row: the retry backs off
         self._response: Any = None
         self.thread = threading.Thread(target=self.run, name=f"watch-{resource.plural}",
                                        daemon=True)
@@ -376,6 +381,7 @@ class _Reflector:
                     self.heard = time.monotonic()
                     self.lists += 1
                     self.list_error = None
+                    self._recovered()
                     self.listed.set()
                 self._watch()
             except Expired:
@@ -394,8 +400,11 @@ class _Reflector:
                 self.cache.last_error = self.last_error = str(exc)
                 if not self.resource_version:
                     self.list_error = str(exc)
-                log.warning("watch cache: %s", exc)
-                stop.wait(self.cache.retry_delay)
+                self.failing = exc
+                self.failures += 1
+                delay = min(self.cache.retry_delay * 2 ** (self.failures - 1), MAX_RETRY_DELAY)
+                self.cache.warn(str(exc), delay)
+                stop.wait(delay)
             except Exception:  # a dead thread would freeze the cache for good
                 if stop.is_set():
                     return
@@ -432,8 +441,12 @@ class _Reflector:
         self.resource_version = obj.get("metadata", {}).get("resourceVersion") or \
             self.resource_version
 
+    def _recovered(self) -> None:
+        self.failing, self.failures = None, 0
+
     def _opened(self, response: Any) -> None:
         self.heard = time.monotonic()
+        self._recovered()
         self._response = response
         if self.cache.stopped.is_set():
             self.close()
@@ -453,8 +466,12 @@ class WatchCache:
 
     def __init__(self, api_client: ApiClient, timeout: float = DEFAULT_TIMEOUT,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_seconds: int = 300,
-                 retry_delay: float = 2.0) -> None:
+                 retry_delay: float = 2.0, name: str = "") -> None:
+        """``name``: the cluster's, for the log lines (else the API server's URL)."""
         self.reader = ClusterReader(api_client, timeout)
+        self.name = name or self.reader.server
+        self._warned: dict[str, float] = {}  # message -> time.monotonic() it was logged
+        self._warn_lock = threading.Lock()
         self.page_size = page_size
         self.watch_seconds = watch_seconds
         self.retry_delay = retry_delay
@@ -487,6 +504,30 @@ class WatchCache:
         for reflector in self._reflectors:
             if reflector.thread.is_alive():
                 reflector.thread.join(timeout)
+
+    def warn(self, message: str, retry_in: float) -> None:
+        """One warning per distinct failure and back-off period: every resource fails alike
+        when the API server is gone, and each retries on its own."""
+        now = time.monotonic()
+        with self._warn_lock:
+            if now - self._warned.get(message, -math.inf) < retry_in:
+                return
+            self._warned[message] = now
+        log.warning("watch cache of cluster %s: %s (trying again in %.0f s, then less often)",
+                    self.name, message, math.ceil(retry_in))
+
+    def trouble(self) -> str | None:
+        """Why the cache cannot be trusted now, for /readyz: RBAC refusing a resource it
+        must read (at once, however fresh the rest is), or a first list that keeps failing
+        (instead of "loading" for ever); None otherwise."""
+        required = [r for r in self._reflectors if not r.optional]
+        forbidden = [r.failing for r in required if isinstance(r.failing, Forbidden)]
+        if forbidden:
+            return ", ".join(dict.fromkeys(f"forbidden: {f.verb} {f.resource}"
+                                           for f in forbidden)) + f" ({forbidden[0]})"
+        failing = next((r.list_error for r in self._reflectors
+                        if r.list_error and not r.listed.is_set()), None)
+        return None if failing is None else f"unavailable: {failing}"
 
     @property
     def ready(self) -> bool:
