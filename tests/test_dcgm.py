@@ -6,11 +6,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.answer.devices import devices_terminal
+from bot.answer.render import render_text
 from bot.clusters.sources import SnapshotSource
 from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from triage.dcgm import (
@@ -349,3 +352,29 @@ def test_pods_dcgm_names_that_hold_no_gpu_there_are_not_taken_as_holders(
         "gpu-operator/nvidia-dcgm-exporter-x7k2p, which holds no GPU there "
         "(check prometheus.labels.pod / namespace)")
     assert not any(e.field == "DCGM_FI_DEV_GPU_UTIL" for e in verdict.evidence)
+
+
+def test_an_xid_79_on_the_gpu_of_a_scheduled_pod_changes_the_next_action(
+        seven_states: SnapshotSource) -> None:
+    """research/ok runs on GPUs 0 and 1 of gpu-a100-1; GPU 0 falls off the bus at 12:47."""
+    plain = seven_states.triage(parse_ref("research/ok"))
+    series = answers()
+    [gpu0] = [r for r in series[XID]["data"]["result"]
+              if r["metric"]["Hostname"] == "gpu-a100-1" and r["metric"]["gpu"] == "0"]
+    gpu0["values"] = [[at, "79" if at >= AT - 300 else "0"] for at, _ in gpu0["values"]]
+    verdict = with_telemetry(plain, read_families(series, DcgmLabels(), AT), "Prometheus")
+    assert verdict.cause == "scheduled"
+    assert verdict.action == (
+        "GPU 0 (XID 79 (GPU has fallen off the bus)) on gpu-a100-1 failed under it: cordon "
+        "and drain gpu-a100-1, have the GPU reset or replaced, then recreate the pod "
+        f"elsewhere. {plain.action}")
+    devices = node(verdict, "gpu-a100-1").devices
+    assert [d.code for d in devices] == ["XID 79 at 12:47 UTC", None, None, None]
+    assert "\nNext: GPU 0 (XID 79 (GPU has fallen off the bus)) on gpu-a100-1 failed" in \
+        render_text(verdict)
+    table = devices_terminal(verdict, datetime(2026, 11, 30, 12, 52, tzinfo=UTC))
+    [row] = [line for line in table.splitlines() if "XID 79 at 12:47 UTC" in line]
+    assert "fits" not in row
+    # An XID the exporter carried over from before the window is not news.
+    assert with_telemetry(plain, read_families(answers(), DcgmLabels(), AT),
+                          "Prometheus").action == plain.action

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import socketserver
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -137,7 +140,7 @@ def test_each_cluster_reads_its_own_prometheus(tmp_path: Path) -> None:
      "prometheus.url = '127.0.0.1:9090': not an http:// or https:// URL without query"),
     ("prometheus: {timeout: 0}", "prometheus.timeout = 0: must be more than 0"),
     ("prometheus: {timeout: '2s'}", "prometheus.timeout = '2s': must be a number"),
-    ("prometheus: {token: abc}", "prometheus.token: unknown key"),
+    ("prometheus: {token: abc}", "prometheus.token: unknown key (did you mean token_env?)"),
     ("prometheus: {labels: {node: 'host name'}}",
      "prometheus.labels.node = 'host name': not a Prometheus label name"),
     ("prometheus: {labels: {hostname: node}}", "prometheus.labels.hostname: unknown key"),
@@ -264,3 +267,19 @@ def test_a_closed_port_is_unreachable_at_once(seven_states: SnapshotSource) -> N
         settings(f"http://127.0.0.1:{port}")), clock=lambda: AT)
     assert verdict.telemetry == (f"no telemetry: Prometheus at http://127.0.0.1:{port} is "
                                  "unreachable (ConnectionError)")
+
+
+def test_the_cli_says_no_telemetry_once(tmp_path: Path) -> None:
+    """The answer's own line on stdout, and no warning on stderr saying it again."""
+    with socketserver.TCPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler) as taken:
+        port = taken.server_address[1]
+    seven = Path(__file__).parent / "fixtures" / "scenarios" / "seven-states"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GPUWHY_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "triage", "research/full", "--snapshot", str(seven),
+         "--prometheus", f"http://127.0.0.1:{port}", "--no-record"],
+        capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert (result.returncode, result.stderr) == (0, "")
+    line = (f"no telemetry: Prometheus at http://127.0.0.1:{port} is unreachable "
+            "(ConnectionError)")
+    assert result.stdout.count("no telemetry") == 1 and line in result.stdout

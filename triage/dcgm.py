@@ -279,7 +279,28 @@ def with_telemetry(verdict: Verdict, telemetry: Telemetry, source: str) -> Verdi
                         + _strangers_note(strangers))
     result.evidence = (result.evidence + xid_evidence(result)
                        + holder_evidence(result, telemetry.at))
+    _failed_gpus_first(result)
     return result
+
+
+def _failed_gpus_first(verdict: Verdict) -> None:
+    """A scheduled pod whose own GPU reported a fresh XID that points at the card (79:
+    fallen off the bus) is stuck on hardware, not on its container: the device's row says
+    so instead of "fits", and the next action starts with the GPU."""
+    if verdict.cause != Cause.SCHEDULED or not verdict.nodes:
+        return
+    report = verdict.nodes[0]
+    failed = [device for device in report.devices
+              if device.xid and device.xid_new and device.xid_at
+              and XID_MEANINGS.get(device.xid, ("", False))[1]
+              and (verdict.ref in device.holders or not any(d.holders for d in report.devices))]
+    for device in failed:
+        device.code = f"XID {device.xid} at {_clock_iso(device.xid_at or '')}"
+    if failed:
+        gpus = ", ".join(f"GPU {d.index} (XID {d.xid}{_meaning(d.xid or 0)})" for d in failed)
+        verdict.action = (f"{gpus} on {report.name} failed under it: cordon and drain "
+                          f"{report.name}, have the GPU reset or replaced, then recreate the "
+                          f"pod elsewhere. {verdict.action}")
 
 
 def holders_of(report: NodeReport) -> frozenset[str] | None:
