@@ -654,7 +654,7 @@ class Inventory:
             if code is None and holder is not None:
                 code = (f"its shared counters are used by {holder.claim}"
                         if device.key in counted_out else f"allocated to {holder.claim}")
-            rows.append(Device(uuid=device.name, index=_index(device, position),
+            rows.append(Device(uuid=_uuid(device), index=_index(device, position),
                                type=device.product, memory_total=_mib(device.memory),
                                holders=list(holder.pods or (f"claim {holder.claim}",))
                                if holder else [], code=code, holder_source=DRA_HOLDERS))
@@ -898,6 +898,15 @@ def _products(devices: list[SliceDevice]) -> str:
         seen[f"{device.product}{', memory ' + device.memory if device.memory else ''}"].append(
             device)
     return "; ".join(f"{len(d)} × {text}" for text, d in seen.items())
+
+
+def _uuid(device: SliceDevice) -> str:
+    """The GPU's UUID as the driver publishes it (NVIDIA's: attribute ``uuid``, the same
+    GPU-… DCGM names), else the slice's device name."""
+    value = (device.raw.get("attributes") or {}).get("uuid")
+    if isinstance(value, Mapping) and isinstance(value.get("string"), str) and value["string"]:
+        return str(value["string"])
+    return device.name
 
 
 def _index(device: SliceDevice, position: int) -> int:

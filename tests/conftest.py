@@ -79,3 +79,13 @@ def slack() -> Iterator[FakeSlack]:
     fake = FakeSlack()
     yield fake
     fake.close()
+
+
+def slice_uuids(name: str) -> dict[tuple[str, str], str]:
+    """(node, device name) -> the GPU UUID its ResourceSlice publishes (attribute uuid), as
+    recorded in the scenario's dra.json."""
+    items = json.loads((SCENARIOS / name / "dra.json").read_text())["items"]
+    return {(item["spec"]["nodeName"], device["name"]): device["attributes"]["uuid"]["string"]
+            for item in items if item["kind"] == "ResourceSlice" and item["spec"].get("nodeName")
+            for device in item["spec"].get("devices", [])
+            if "uuid" in device.get("attributes", {})}

@@ -16,6 +16,7 @@ from bot.answer.devices import devices_terminal
 from bot.answer.render import render_text
 from bot.clusters.sources import SnapshotSource
 from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
+from tests.conftest import slice_uuids
 from triage.dcgm import (
     ECC,
     FAMILIES,
@@ -291,13 +292,16 @@ def test_holder_evidence_without_holdings_counts_the_devices_dcgm_names() -> Non
 def test_dra_devices_match_by_index_and_keep_their_claims_holders() -> None:
     source = SnapshotSource(FIXTURES / "scenarios" / "dra-basics")
     verdict = source.triage(parse_ref("vision/pinned-a"))
-    facts = [GpuFacts("dra-a100-1", i, f"GPU-{i}abc", "NVIDIA A100-SXM4-80GB",
+    uuids = [slice_uuids("dra-basics")["dra-a100-1", f"gpu-{i}"] for i in range(4)]
+    facts = [GpuFacts("dra-a100-1", i, uuids[i], "NVIDIA A100-SXM4-80GB",
                       holders=["vision/other"], utilisation=10 * i) for i in range(4)]
     merged = with_telemetry(verdict, Telemetry(AT, {"dra-a100-1": facts}), "Prometheus")
     devices = node(merged, "dra-a100-1").devices
     assert [(d.index, d.uuid, d.holders, d.holder_source, d.utilisation) for d in devices] == [
-        (0, "gpu-0", ["vision/holder-a"], "dra", 0), (1, "gpu-1", ["vision/holder-a"], "dra", 10),
-        (2, "gpu-2", ["vision/holder-b"], "dra", 20), (3, "gpu-3", ["vision/holder-b"], "dra", 30)]
+        (0, uuids[0], ["vision/holder-a"], "dra", 0),
+        (1, uuids[1], ["vision/holder-a"], "dra", 10),
+        (2, uuids[2], ["vision/holder-b"], "dra", 20),
+        (3, uuids[3], ["vision/holder-b"], "dra", 30)]
     assert [e.value for e in merged.evidence if e.field == "DCGM_FI_DEV_GPU_UTIL"] == [
         "vision/holder-a holds 2 GPUs at 5 %", "vision/holder-b holds 2 GPUs at 25 %"]
 

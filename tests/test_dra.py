@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from scoring.verdict import Verdict
-from tests.conftest import SCENARIOS, find, load_lists
+from tests.conftest import SCENARIOS, find, load_lists, slice_uuids
 from triage.classify import triage
 from triage.config import TriageConfig
 from triage.messages import latest_scheduling_failure
@@ -113,21 +113,28 @@ def test_node_summary_counts_dra_outcomes(recorded: dict[str, Verdict]) -> None:
         "5 nodes: 5 not fit (3 selector-mismatch, 1 exhausted, 1 other-constraint), 0 fit")
 
 
+UUIDS = slice_uuids("dra-basics")
+
+
 def test_show_devices_lists_the_slices_devices(recorded: dict[str, Verdict]) -> None:
+    """The UUID column holds the GPU's UUID the driver publishes (the one DCGM names), not
+    the slice's device name."""
     l4 = next(n for n in recorded["serving/llm-80g"].nodes if n.name == "dra-l4-1")
     selector = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0'
     assert [(d.uuid, d.type, d.memory_total, d.code) for d in l4.devices] == [
-        ("gpu-0", "NVIDIA L4", 24576, f"fails {selector}"),
-        ("gpu-1", "NVIDIA L4", 24576, f"fails {selector}")]
+        (UUIDS["dra-l4-1", "gpu-0"], "NVIDIA L4", 24576, f"fails {selector}"),
+        (UUIDS["dra-l4-1", "gpu-1"], "NVIDIA L4", 24576, f"fails {selector}")]
+    assert all(d.uuid.startswith("GPU-") for d in l4.devices)
     a100 = next(n for n in recorded["vision/pinned-a"].nodes if n.name == "dra-a100-1")
+    a100_uuid = {name: UUIDS["dra-a100-1", name] for name in ("gpu-0", "gpu-1", "gpu-2", "gpu-3")}
     assert [(d.uuid, d.holders, d.code) for d in a100.devices] == [
-        ("gpu-0", ["vision/holder-a"], "allocated to vision/holder-a-gpu-8jq68"),
-        ("gpu-1", ["vision/holder-a"], "allocated to vision/holder-a-gpu-8jq68"),
-        ("gpu-2", ["vision/holder-b"], "allocated to vision/holder-b-gpu-srp9s"),
-        ("gpu-3", ["vision/holder-b"], "allocated to vision/holder-b-gpu-srp9s")]
+        (a100_uuid["gpu-0"], ["vision/holder-a"], "allocated to vision/holder-a-gpu-8jq68"),
+        (a100_uuid["gpu-1"], ["vision/holder-a"], "allocated to vision/holder-a-gpu-8jq68"),
+        (a100_uuid["gpu-2"], ["vision/holder-b"], "allocated to vision/holder-b-gpu-srp9s"),
+        (a100_uuid["gpu-3"], ["vision/holder-b"], "allocated to vision/holder-b-gpu-srp9s")]
     bound = recorded["vision/finetune-1g"].nodes[0]
     assert [(d.uuid, d.holders) for d in bound.devices][:2] == [
-        ("gpu-0", ["vision/finetune-1g"]), ("gpu-1", [])]
+        (UUIDS[bound.name, "gpu-0"], ["vision/finetune-1g"]), (UUIDS[bound.name, "gpu-1"], [])]
 
 
 # -- traps: the same message, different objects, different answers -------------------------
@@ -331,7 +338,8 @@ def test_a_gpu_limit_a_device_class_serves_goes_through_the_dra_funnel(dra: List
     devices = {n.name: n.devices for n in verdict.nodes}["dra-a100-2"]
     # the node's ResourceSlice devices, not its GFD labels' cards beside them
     assert [(d.uuid, d.holders) for d in devices] == [
-        ("gpu-0", ["vision/finetune-1g"]), ("gpu-1", []), ("gpu-2", []), ("gpu-3", [])]
+        (UUIDS["dra-a100-2", "gpu-0"], ["vision/finetune-1g"]), (UUIDS["dra-a100-2", "gpu-1"], []),
+        (UUIDS["dra-a100-2", "gpu-2"], []), (UUIDS["dra-a100-2", "gpu-3"], [])]
 
 
 def test_a_device_plugin_node_keeps_its_own_checks_beside_dra_nodes(dra: Lists) -> None:

@@ -23,6 +23,7 @@ from scoring.dra import (
     ClaimSet,
     Inventory,
 )
+from tests.conftest import slice_uuids
 from triage.config import DEFAULT_GPU_DRIVERS
 
 SCENARIO = Path(__file__).parent / "fixtures" / "scenarios" / "dra-basics"
@@ -34,6 +35,7 @@ def _items(name: str) -> list[dict[str, Any]]:
 
 
 DRA = _items("dra.json")
+UUIDS = slice_uuids("dra-basics")
 NODES = {n["metadata"]["name"]: n for n in _items("nodes.json")}
 PODS = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in _items("pods.json")}
 
@@ -99,10 +101,10 @@ def test_exhausted_names_the_claims_and_their_pods() -> None:
         "claim vision/holder-a-gpu-8jq68 (pod vision/holder-a): gpu-0,gpu-1, "
         "claim vision/holder-b-gpu-srp9s (pod vision/holder-b): gpu-2,gpu-3")
     rows = {d.uuid: d for d in INVENTORY.device_rows(fit)}
-    assert rows["gpu-2"].holders == ["vision/holder-b"]
-    assert rows["gpu-2"].code == "allocated to vision/holder-b-gpu-srp9s"
-    assert rows["gpu-0"].type == "NVIDIA A100-SXM4-80GB"
-    assert rows["gpu-0"].memory_total == 81920
+    assert rows[UUIDS["dra-a100-1", "gpu-2"]].holders == ["vision/holder-b"]
+    assert rows[UUIDS["dra-a100-1", "gpu-2"]].code == "allocated to vision/holder-b-gpu-srp9s"
+    assert rows[UUIDS["dra-a100-1", "gpu-0"]].type == "NVIDIA A100-SXM4-80GB"
+    assert rows[UUIDS["dra-a100-1", "gpu-0"]].memory_total == 81920
 
 
 def test_device_unfit_says_which_selector_failed() -> None:
@@ -422,6 +424,7 @@ def _partitioned(gpu0_allocated: bool) -> Inventory:
     for half in (0, 1):
         device = copy.deepcopy(gpu0)
         device["name"] = f"gpu-0-half-{half}"
+        del device["attributes"]["uuid"]  # a partition publishes no GPU UUID of its own
         device["consumesCounters"][0]["counters"]["memory"]["value"] = "40Gi"
         a100["spec"]["devices"].append(device)
     counters = copy.deepcopy(a100)
@@ -451,10 +454,10 @@ def test_partitions_of_an_allocated_gpu_are_not_free() -> None:
                                                           "gpu-0-half-1"]
     assert {h.claim for _, h in outcome.holders} == {"vision/finetune-1g-gpu-7hfk8"}
     codes = {row.uuid: row.code for row in _partitioned(gpu0_allocated=True).device_rows(fit)}
-    assert codes["gpu-0"] == "allocated to vision/finetune-1g-gpu-7hfk8"
+    assert codes[UUIDS["dra-a100-2", "gpu-0"]] == "allocated to vision/finetune-1g-gpu-7hfk8"
     assert codes["gpu-0-half-1"] == ("its shared counters are used by "
-                                     "vision/finetune-1g-gpu-7hfk8")
-    assert codes["gpu-1"] is None
+                                     "vision/finetune-1g-gpu-7hfk8")  # its name: no UUID
+    assert codes[UUIDS["dra-a100-2", "gpu-1"]] is None
     assert _pair_on_a100_2(_partitioned(gpu0_allocated=True), 3).stage is None
 
 

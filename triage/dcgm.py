@@ -332,8 +332,8 @@ def merge_devices(devices: Sequence[Device], gpus: list[GpuFacts],
                   strangers: list[str] | None = None) -> list[Device]:
     """The node's devices with DCGM's figures; a GPU only DCGM knows is added.
 
-    A device matches a GPU by UUID, else (GFD devices carry none, DRA devices carry the
-    slice's device name) by index. A DCGM holder that ``holders`` (the API server's, when
+    A device matches a GPU by UUID, else (GFD devices carry none, DRA devices whose driver
+    publishes no uuid attribute carry the slice's device name) by index. A DCGM holder that ``holders`` (the API server's, when
     known) does not list is no holder: it goes to ``strangers`` instead. Holders from a
     source (HAMi or DRA allocations) stay; DCGM's fill devices no source has spoken for.
     """
@@ -343,7 +343,7 @@ def merge_devices(devices: Sequence[Device], gpus: list[GpuFacts],
     for gpu in gpus:
         device = by_uuid.get(gpu.uuid)
         if device is None and gpu.index is not None:
-            # A device named otherwise (GFD: no UUID; DRA: the slice's device name) is the
+            # A device named otherwise (GFD: no UUID; DRA without one: its device name) is the
             # GPU at its index; one with another GPU's UUID is not.
             candidate = by_index.get(gpu.index)
             if candidate is not None and not candidate.uuid.startswith(GPU_UUID_PREFIX):
