@@ -332,9 +332,10 @@ def merge_devices(devices: Sequence[Device], gpus: list[GpuFacts],
                   strangers: list[str] | None = None) -> list[Device]:
     """The node's devices with DCGM's figures; a GPU only DCGM knows is added.
 
-    A device matches a GPU by UUID, else (GFD devices carry none, DRA devices whose driver
-    publishes no uuid attribute carry the slice's device name) by index. A DCGM holder that ``holders`` (the API server's, when
-    known) does not list is no holder: it goes to ``strangers`` instead. Holders from a
+    A device matches a GPU by UUID, else by index (GFD devices carry none, DRA devices whose
+    driver publishes no uuid attribute carry the slice's device name). A DCGM holder that
+    ``holders`` (the API server's, when known) does not list is no holder: it goes to
+    ``strangers`` instead. Holders from a
     source (HAMi or DRA allocations) stay; DCGM's fill devices no source has spoken for.
     """
     merged = [copy.copy(d) for d in devices]
