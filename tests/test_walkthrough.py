@@ -6,6 +6,7 @@ its configured name, and doctor checks every cluster, one line each."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import yaml
 from bot.cli.main import main
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI
-from tests.slackfake import FakeSlack
+from tests.slackfake import FakeSlack, ServeProcess, http
 
 SEVEN = SCENARIOS / "seven-states"
 
@@ -130,3 +131,38 @@ def test_the_cli_records_the_configured_cluster_name_not_the_url(
     assert main(["triage", "hami/needs-40g", "--db", f"sqlite:///{db}"]) == 0
     with sqlite3.connect(db) as connection:
         assert connection.execute("SELECT cluster FROM incidents").fetchall() == [(recorded,)]
+
+
+def test_serve_with_a_dead_cluster_and_an_unlisted_alerts_channel(tmp_path: Path,
+                                                                  slack: FakeSlack) -> None:
+    """`gpuwhy serve` on that setup: stuck pods of research (a namespace C0SUPPORT may not
+    describe) are posted to C0ALERTS; /readyz is ready with prod and says why lab is not."""
+    with FakeKubeAPI() as gone:
+        lab = gone.kubeconfig(tmp_path / "lab.yaml")
+    config = tmp_path / "gpuwhy.yaml"
+    config.write_text(yaml.safe_dump({
+        "clusters": {"prod": {"snapshot": str(SEVEN)}, "lab": {"kubeconfig": str(lab)}},
+        "default_cluster": "prod",
+        "channels": {"C0SUPPORT": ["team-b"]},
+        "alerts": {"channel": "C0ALERTS", "pending_after": "10m", "check_every": "1s"}}))
+    served = ServeProcess([], {
+        "SLACK_BOT_TOKEN": "xoxb-walk", "SLACK_SIGNING_SECRET": "secret",
+        "SLACK_API_URL": slack.api_url, "GPUWHY_CONFIG": str(config),
+        "GPUWHY_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}"})
+    try:
+        port = served.port()
+        posts = slack.wait_for("chat.postMessage", 6)  # seven-states' six stuck research pods
+        assert {post.params["channel"] for post in posts} == {"C0ALERTS"}
+        assert all(" · cluster *prod*" in post.params["text"] for post in posts)
+        deadline = time.monotonic() + 20
+        while "cluster lab: unavailable" not in (ready := http(port, "/readyz"))[1]:
+            assert time.monotonic() < deadline, ready
+            time.sleep(0.05)
+        assert ready[0] == 200
+        assert ready[1].splitlines()[:2] == ["ready", "clusters: 1 of 2 answering"]
+        assert (f"cluster lab: unavailable: Cannot reach the Kubernetes API server at "
+                f"{gone.url}: connection refused.") in ready[1].splitlines()
+    finally:
+        assert served.stop() == 0
+    lab_warnings = [line for line in served.stderr if "cluster lab" in line]
+    assert 1 <= len(lab_warnings) <= 2, lab_warnings
