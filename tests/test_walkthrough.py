@@ -88,6 +88,7 @@ def test_doctor_checks_every_configured_cluster(prod: FakeKubeAPI, ambient: Fake
     capsys.readouterr()
     assert main(["doctor", "--db", db]) == 1
     lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("gpuwhy.yaml: valid (clusters lab, prod; default prod)")
     assert lines[2] == "ok    alerts   alerts.channel C0ALERTS can post"
     # In the order of clusters: (lab, prod; the file was written with sorted keys).
     assert lines[3].startswith("FAIL  cluster  lab: Cannot reach the Kubernetes API server at "

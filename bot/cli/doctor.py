@@ -107,6 +107,10 @@ def check_config(env: Mapping[str, str]) -> Result:
         config = load_config(env)
     except ConfigError as exc:
         return Result("config", False, str(exc))
+    if config.clusters:
+        default = config.default_cluster or next(iter(config.clusters))
+        return Result("config", True, f"{source}: valid (clusters "
+                      f"{', '.join(config.clusters)}; default {default})")
     return Result("config", True, f"{source}: valid (cluster {config.cluster})")
 
 
