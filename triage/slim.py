@@ -26,7 +26,8 @@ SLIM_POD: _Keep = {
     "metadata": {**SLIM_METADATA, "annotations": True},
     "spec": {"nodeName": True, "schedulerName": True, "priority": True, "overhead": True,
              "resources": True, "containers": _CONTAINER, "initContainers": _CONTAINER,
-             "resourceClaims": True},  # a DRA claim asks for a GPU (the stuck-pod watch)
+             "resourceClaims": True,  # a DRA claim asks for a GPU (the stuck-pod watch)
+             "schedulingGroup": True},  # a gang counts its pods (scheduling.k8s.io)
     "status": {"phase": True, "startTime": True},  # startTime: how long a holder has held
 }
 # Pod annotations worth keeping: HAMi's allocation records (device usage per card).

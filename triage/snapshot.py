@@ -34,6 +34,9 @@ DUMP_FILES: dict[str, str] = {
     # Dynamic Resource Allocation: ResourceClaims, ResourceClaimTemplates, DeviceClasses and
     # ResourceSlices (resource.k8s.io/v1) in one List, as `kubectl get` of the four prints it.
     "dra.json": "dra",
+    # Gangs: Workloads and PodGroups (scheduling.k8s.io) in one List, as `kubectl get
+    # workloads.scheduling.k8s.io,podgroups.scheduling.k8s.io -A -o json` prints them.
+    "gangs.json": "gangs",
 }
 
 # In the order a bare name is resolved: the object a person most likely created first.
@@ -53,6 +56,7 @@ class Snapshot:
     runtimeclasses: list[K8sObject] = field(default_factory=list)
     workloads: list[K8sObject] = field(default_factory=list)
     dra: list[K8sObject] = field(default_factory=list)
+    gangs: list[K8sObject] = field(default_factory=list)
     cluster: str = ""
     # Reads that failed but did not stop the triage (events, quotas, RuntimeClasses), one
     # sentence each; the Verdict carries them as its ``error``.
@@ -188,7 +192,35 @@ class Snapshot:
             inventory = self._dra_inventories[gpu_drivers] = Inventory(self.dra, gpu_drivers)
         return inventory
 
+    @cached_property
+    def _gangs_by_key(self) -> dict[tuple[str, str, str], K8sObject]:
+        return {(g.get("kind", ""), *object_key(g)): g for g in self.gangs}
+
+    @cached_property
+    def _pods_by_pod_group(self) -> dict[tuple[str, str], list[K8sObject]]:
+        index: dict[tuple[str, str], list[K8sObject]] = defaultdict(list)
+        for pod in self.pods:
+            group = (pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
+            if group:
+                index[object_key(pod)[0], str(group)].append(pod)
+        return index
+
     # -- lookups --------------------------------------------------------------------
+
+    def gang_object(self, kind: str, namespace: str, name: str) -> K8sObject | None:
+        """A scheduling.k8s.io Workload or PodGroup."""
+        return self._gangs_by_key.get((kind, namespace, name))
+
+    def pod_group_members(self, namespace: str, group: str) -> list[K8sObject]:
+        """The pods whose spec.schedulingGroup names the PodGroup, terminated included."""
+        return self._pods_by_pod_group.get((namespace, group), [])
+
+    def pod_groups_of(self, namespace: str, workload: str) -> list[K8sObject]:
+        """The PodGroups made from a Workload's templates."""
+        return [g for g in self.gangs if g.get("kind") == "PodGroup"
+                and object_key(g)[0] == namespace
+                and (((g.get("spec") or {}).get("podGroupTemplateRef") or {}).get("workload")
+                     or {}).get("workloadName") == workload]
 
     def pod(self, namespace: str, name: str) -> K8sObject | None:
         return self._pods_by_key.get((namespace, name))

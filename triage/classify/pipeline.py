@@ -26,6 +26,11 @@ from triage.classify.checks.dra import (
     explain_dra_other,
     explain_dra_too_large,
 )
+from triage.classify.checks.gang import (
+    check_gang_exhausted,
+    check_gang_incomplete,
+    check_gang_too_large,
+)
 from triage.classify.checks.gpu import (
     drop_allocatable_zero,
     drop_exhausted,
@@ -89,16 +94,21 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
         NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_too_large, explain_too_large,
                    applies=asks_gpus),
         NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_dra_too_large, explain_dra_too_large,
-                   applies=asks_dra)),
+                   applies=asks_dra),
+        # a gang: its pods each fit somewhere, but not minCount of them at once, even empty
+        PodCheck(Cause.TOO_LARGE, When.UNBOUND, check_gang_too_large)),
     Cause.EXHAUSTED: (
         NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted,
                    applies=asks_gpus),
         NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted, explain_dra_exhausted,
-                   applies=asks_dra)),
+                   applies=asks_dra),
+        PodCheck(Cause.EXHAUSTED, When.UNBOUND, check_gang_exhausted)),
     Cause.DEVICE_UNFIT: (
         NodeFilter(Cause.DEVICE_UNFIT, When.UNBOUND, drop_device_unfit, explain_device_unfit,
                    outcome_is_reason=True, applies=asks_hami),),
     Cause.OTHER_CONSTRAINT: (
+        # an incomplete gang: the scheduler waits, silently, for the rest of its pods
+        PodCheck(Cause.OTHER_CONSTRAINT, When.UNBOUND, check_gang_incomplete),
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_dra_other, explain_dra_other,
                    applies=asks_dra),
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_other_resources,

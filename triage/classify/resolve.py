@@ -15,6 +15,7 @@ from triage.classify.pipeline import run_pipeline
 from triage.classify.report import assemble
 from triage.classify.subject import Finding, Subject, When
 from triage.config import DEFAULT_CONFIG, TriageConfig
+from triage.gangs import gang_of, gang_pods
 from triage.pods import effective_request, gpu_requests, named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
@@ -30,7 +31,8 @@ def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFI
         return _verdict(pod_subject(snapshot, config, ref, pod), "Pod")
     workload = _find_workload(snapshot, ref)
     if workload is None:
-        return _verdict(Subject(snapshot, config, ref, None), "Pod")
+        return _gang_verdict(snapshot, config, ref) or _verdict(
+            Subject(snapshot, config, ref, None), "Pod")
     kind = str(workload.get("kind"))
     pods = admission.workload_pods(snapshot, workload)
     live = [p for p in pods if not is_terminated(p)] or pods
@@ -47,6 +49,23 @@ def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFI
     verdict.pods = sharing
     verdict.pods_total = len(live)
     return verdict
+
+
+def _gang_verdict(snapshot: Snapshot, config: TriageConfig, ref: PodRef) -> Verdict | None:
+    """A ref naming a scheduling.k8s.io Workload or PodGroup answers for its gang's worst pod
+    (the pods name the PodGroup; nothing owns them but what created them)."""
+    for kind in ("Workload", "PodGroup"):
+        pods = [p for p in gang_pods(snapshot, kind, ref.namespace, ref.name)
+                if not is_terminated(p)]
+        if pods:
+            results = [(s, run_pipeline(s)) for s in
+                       (pod_subject(snapshot, config, ref, p) for p in pods)]
+            worst_subject, worst = min(results, key=lambda r: (_rank(r[0], r[1]), r[0].label))
+            verdict = assemble(worst_subject, worst, kind)
+            verdict.pods = [s.label for s, f in results if f.cause == worst.cause]
+            verdict.pods_total = len(pods)
+            return verdict
+    return None
 
 
 def _verdict(subject: Subject, kind: str) -> Verdict:
@@ -108,7 +127,8 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
     gpu = {r: n for r, n in gpu_requests(spec, config).items() if n > 0}
     return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
                    spec=spec, events=events, gpu=gpu, hami=hami_request(pod),
-                   dra=_claim_set(snapshot, config, namespace, spec, pod, gpu))
+                   dra=_claim_set(snapshot, config, namespace, spec, pod, gpu),
+                   gang=gang_of(snapshot, pod))
 
 
 def _own_events(pod: K8sObject, events: list[K8sObject]) -> list[K8sObject]:

@@ -21,6 +21,7 @@ from scoring.objects import K8sObject
 from scoring.verdict import Evidence, NodeReport
 from triage import admission
 from triage.config import TriageConfig
+from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure
 from triage.nodetable import NodeInfo
 from triage.pods import effective_request, pod_name
@@ -58,6 +59,8 @@ class Subject:
     hami: HamiRequest | None = None
     # Dynamic Resource Allocation: the pod's claims resolved, None when it has none
     dra: ClaimSet | None = None
+    # The pod group (scheduling.k8s.io) the pod joins, None when it joins none
+    gang: Gang | None = None
     # Node outcomes, filled as node filters run: name -> report
     reports: dict[str, NodeReport] = field(default_factory=dict)
     hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once

@@ -1,0 +1,207 @@
+"""Gangs (scheduling.k8s.io pod groups, GangScheduling): none of the pods is bound until
+``minCount`` of them fit at once, so each pod alone may fit while the gang cannot.
+
+kube-scheduler tries a complete gang in one pod group scheduling cycle and gives it up as a
+group; a gang too large for the cluster and one blocked by holders read the same ("waiting
+for minCount pods from a gang"), and an incomplete gang gets no word at all. The objects tell
+them apart: on the nodes the pod's selector and taints leave, how many of its pods fit with
+every GPU free (too-large below minCount), how many fit now (exhausted below minCount), and
+how many pods name the group (other-constraint below minCount: the scheduler waits for the
+rest to be created). GPU causes come first: these run after the per-pod GPU filters.
+"""
+
+from __future__ import annotations
+
+from scoring.gang import GangPlacement, place_gang
+from triage import admission
+from triage.classify.checks.selector import selector_text
+from triage.classify.subject import Finding, Subject, scheduler_evidence
+from triage.gangs import Gang
+from triage.objects import K8sObject, object_key
+from triage.pods import pod_name
+from triage.verdict import Evidence, NodeReport
+from triage.vocabulary import Cause
+
+_EXCLUDED = (Cause.SELECTOR_MISMATCH.value, Cause.TAINT_UNTOLERATED.value)
+
+
+def _judged(subject: Subject) -> Gang | None:
+    """The pod's gang when gpuwhy judges it as one: extended-resource GPUs, a gang policy of
+    more than one pod, fewer of them bound than minCount."""
+    gang = subject.gang
+    if (gang is None or gang.pod_group is None or gang.min_count < 2 or not subject.gpu
+            or subject.extended_dra or len(gang.bound) >= gang.min_count):
+        return None
+    return gang
+
+
+def _placement(subject: Subject) -> GangPlacement:
+    """The gang's view of the nodes the pod's selector and taints leave."""
+    snapshot = subject.snapshot
+    rows = []
+    for report in subject.reports.values():
+        node = snapshot.node_info(report.name)
+        if node is None or report.outcome in _EXCLUDED:
+            continue
+        rows.append((node.name, {r: node.allocatable.get(r, 0) for r in subject.gpu},
+                     {r: snapshot.free_gpus(node, r) for r in subject.gpu}))
+    return place_gang(rows, subject.gpu)
+
+
+def _asks(subject: Subject, gang: Gang) -> str:
+    per_pod = " + ".join(f"{n} {r}" for r, n in subject.gpu.items())
+    return f"{gang.label} needs {gang.min_count} pods × {per_pod} at once (gang minCount " \
+           f"{gang.min_count})"
+
+
+def _names(nodes: list[tuple[str, int]]) -> str:
+    shown = ", ".join(f"{name}: {n}" for name, n in nodes[:4])
+    return shown + (f" +{len(nodes) - 4} more" if len(nodes) > 4 else "")
+
+
+def _show_gang_view(subject: Subject, placement: GangPlacement) -> None:
+    """Each node the gang could use says how many of its pods it takes, now and empty."""
+    reports = dict(subject.reports)  # a copy: checks may hold the earlier dict
+    for (name, empty), (_, now) in zip(placement.empty, placement.now, strict=True):
+        report = reports[name]
+        gang = f"gang: {now} pod(s) now, {empty} empty"
+        reports[name] = NodeReport(name, report.outcome,
+                                   f"{report.detail}; {gang}" if report.detail else gang)
+    subject.reports = reports
+
+
+def _evidence(subject: Subject, gang: Gang) -> list[Evidence]:
+    found = [Evidence(gang.label.split(" (", 1)[0], "spec.schedulingPolicy.gang.minCount",
+                      str(gang.min_count)),
+             Evidence(f"Pod {subject.label}", "spec.schedulingGroup.podGroupName", gang.name)]
+    condition = gang.scheduled_condition
+    if condition is not None:
+        found.append(Evidence(gang.label.split(" (", 1)[0], "status.conditions[PodGroupScheduled]",
+                              " ".join(str(condition.get(k)) for k in ("status", "reason")
+                                       if condition.get(k))
+                              + (f": {condition['message']}" if condition.get("message")
+                                 else "")))
+    return found + scheduler_evidence(subject)
+
+
+def check_gang_too_large(subject: Subject) -> Finding | None:
+    gang = _judged(subject)
+    if gang is None:
+        return None
+    placement = _placement(subject)
+    if placement.fit_empty >= gang.min_count:
+        return None
+    _show_gang_view(subject, placement)
+    taking = [(name, n) for name, n in placement.empty if n]
+    return Finding(Cause.TOO_LARGE,
+                   f"{_asks(subject, gang)}; the nodes {selector_text(subject.spec)} and taints "
+                   f"leave could hold only {placement.fit_empty} of them even with every GPU "
+                   f"free ({_names(taking) or 'none'}). The scheduler binds none of the gang "
+                   f"until {gang.min_count} fit together: waiting never helps. Lower minCount, "
+                   "make each pod smaller, or send the gang to a pool with room for all of it."
+                   + _incomplete_note(gang),
+                   _evidence(subject, gang)
+                   + [Evidence(f"Node/{name}", "gang pods it could take empty", str(n))
+                      for name, n in placement.empty[:5]])
+
+
+def check_gang_exhausted(subject: Subject) -> Finding | None:
+    gang = _judged(subject)
+    if gang is None:
+        return None
+    placement = _placement(subject)
+    bound = len(gang.bound)
+    if placement.fit_now + bound >= gang.min_count:
+        return None
+    _show_gang_view(subject, placement)
+    members = {object_key(p) for p in gang.members}
+    resource = next(iter(subject.gpu))
+    held = []
+    evidence = _evidence(subject, gang)
+    for name in placement.held_back()[:3]:
+        node = subject.snapshot.node_info(name)
+        holders = [(p, n) for p, n in subject.snapshot.holders_on(name, resource)
+                   if object_key(p) not in members]
+        if node is None or not holders:
+            continue
+        allocatable = node.allocatable.get(resource, 0)
+        taken = allocatable - subject.snapshot.free_gpus(node, resource)
+        who = ", ".join(pod_name(p) for p, _ in holders[:4])
+        held.append(f"{name} has {taken}/{allocatable} {resource} held by {who}")
+        evidence.append(Evidence(f"Node/{name}", f"status.allocatable[{resource}] − requests",
+                                 f"{taken}/{allocatable} held by {who}"))
+    fitting = _names(placement.taking_now())
+    placed = f"{bound} already bound, " if bound else ""
+    fit = min(placement.fit_now + bound, gang.min_count)
+    return Finding(Cause.EXHAUSTED,
+                   f"{_asks(subject, gang)}: {placed}{fit} of {gang.min_count} gang pods fit now ({fitting or 'no node'}); "
+                   f"{'; '.join(held) or 'the other nodes are held'}. With every GPU free the "
+                   f"nodes would hold {placement.fit_empty}. Wait for them to finish, or add "
+                   f"capacity: the scheduler binds none of the gang until {gang.min_count} fit."
+                   + _incomplete_note(gang), evidence)
+
+
+def _incomplete_note(gang: Gang) -> str:
+    if gang.complete:
+        return ""
+    return (f" Besides, only {len(gang.members)} of its {gang.min_count} pods exist yet.")
+
+
+def check_gang_incomplete(subject: Subject) -> Finding | None:
+    """Fewer pods name the group than its minCount (or the group is missing): kube-scheduler
+    keeps them out of its queue (GangScheduling PreEnqueue), writing no event, no condition."""
+    gang = subject.gang
+    if gang is None or subject.pod is None:
+        return None
+    if gang.pod_group is None:
+        return Finding(Cause.OTHER_CONSTRAINT,
+                       f"{subject.label} joins PodGroup {gang.namespace}/{gang.name}, which does "
+                       "not exist: the scheduler keeps the pod back until it does (and says "
+                       "nothing). Create the PodGroup (or its Workload), or fix "
+                       "spec.schedulingGroup.podGroupName.",
+                       [Evidence(f"Pod {subject.label}", "spec.schedulingGroup.podGroupName",
+                                 f"{gang.name}: no such PodGroup")])
+    if gang.complete:
+        return None
+    names = ", ".join(object_key(p)[1] for p in gang.members[:6]) or "none"
+    missing = gang.min_count - len(gang.members)
+    why, evidence = _creation_blocked(subject, gang)
+    return Finding(Cause.OTHER_CONSTRAINT,
+                   f"gang incomplete: {gang.label} has gang minCount {gang.min_count}, only "
+                   f"{len(gang.members)} pods ({names}) name it. GPU-wise the gang would fit, "
+                   "but kube-scheduler holds its pods back before any scheduling attempt until "
+                   f"{gang.min_count} exist (no event, no PodScheduled condition).{why} Create "
+                   f"the missing {missing} pod{'s' if missing > 1 else ''}, or lower minCount.",
+                   _evidence(subject, gang) + evidence)
+
+
+def _creation_blocked(subject: Subject, gang: Gang) -> tuple[str, list[Evidence]]:
+    """What keeps the rest from being created, when the snapshot shows it: the owning
+    workload's FailedCreate / ReplicaFailure, or a ResourceQuota one more pod would break."""
+    owner = _owner(subject, gang)
+    if owner is not None:
+        found = admission.rejections(subject.snapshot, owner)
+        if found:
+            return (f" {found[0].source} cannot create them: {found[0].message}.",
+                    [Evidence(found[0].source, found[0].field, found[0].message)])
+    short = admission.quota_shortfalls(subject.snapshot, gang.namespace, subject.spec)
+    if short:
+        first = short[0]
+        return (f" ResourceQuota {first.quota} leaves no room for another: {first.key} hard "
+                f"{first.hard}, used {first.used}, one pod asks {first.asked}.",
+                [Evidence(f"ResourceQuota {first.quota}", first.key,
+                          f"hard {first.hard}, used {first.used}")])
+    return "", []
+
+
+def _owner(subject: Subject, gang: Gang) -> K8sObject | None:
+    """The workload (a Job, with WorkloadWithJob) that owns the gang's Workload or PodGroup."""
+    snapshot = subject.snapshot
+    workload = snapshot.gang_object("Workload", gang.namespace, gang.workload)
+    for obj in (gang.pod_group, workload):
+        for reference in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
+            found = snapshot.workload(str(reference.get("kind")), gang.namespace,
+                                      str(reference.get("name")))
+            if found is not None:
+                return found
+    return None

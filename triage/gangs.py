@@ -1,0 +1,95 @@
+"""Gangs: pods that run all together or not at all (scheduling.k8s.io, Kubernetes 1.35+).
+
+In 1.36 (``scheduling.k8s.io/v1alpha2``) a Workload holds ``podGroupTemplates``; the runtime
+group is a namespaced PodGroup (``spec.podGroupTemplateRef.workload``, its own
+``spec.schedulingPolicy``, which is what kube-scheduler reads), and a pod joins it with
+``spec.schedulingGroup.podGroupName``. A ``gang`` policy's ``minCount`` is how many of its pods
+must fit at once before the scheduler binds any; a ``basic`` policy is no gang.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from triage.objects import K8sObject, is_terminated, object_key
+from triage.snapshot import Snapshot
+
+POD_GROUP_SCHEDULED = "PodGroupScheduled"
+
+
+@dataclass(frozen=True)
+class Gang:
+    """The pod group a pod names, with the pods that name it."""
+
+    namespace: str
+    name: str  # the PodGroup's
+    pod_group: K8sObject | None  # None: the pod names a PodGroup that does not exist
+    min_count: int  # 0 when it has no gang policy
+    members: tuple[K8sObject, ...]  # non-terminated pods naming the group, by name
+
+    @property
+    def workload(self) -> str:
+        """The Workload the PodGroup was made from ("" when none is named)."""
+        spec = (self.pod_group or {}).get("spec") or {}
+        return str(((spec.get("podGroupTemplateRef") or {}).get("workload") or {})
+                   .get("workloadName") or "")
+
+    @property
+    def label(self) -> str:
+        workload = f" (Workload {self.workload})" if self.workload else ""
+        return f"PodGroup {self.namespace}/{self.name}{workload}"
+
+    @property
+    def bound(self) -> list[K8sObject]:
+        return [p for p in self.members if (p.get("spec") or {}).get("nodeName")]
+
+    @property
+    def complete(self) -> bool:
+        return len(self.members) >= self.min_count
+
+    @property
+    def scheduled_condition(self) -> Mapping[str, Any] | None:
+        """The PodGroup's PodGroupScheduled condition, which kube-scheduler writes."""
+        return next((c for c in ((self.pod_group or {}).get("status") or {}).get("conditions")
+                     or [] if isinstance(c, Mapping) and c.get("type") == POD_GROUP_SCHEDULED),
+                    None)
+
+
+def group_name(pod: Mapping[str, Any]) -> str:
+    """The PodGroup a pod joins (spec.schedulingGroup.podGroupName), "" for none."""
+    return str(((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or "")
+
+
+def min_count(pod_group: Mapping[str, Any]) -> int:
+    """The gang policy's minCount; 0 for a basic policy or none."""
+    gang = ((pod_group.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
+    if not isinstance(gang, Mapping):
+        return 0
+    try:
+        return max(0, int(gang.get("minCount") or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def gang_of(snapshot: Snapshot, pod: Mapping[str, Any]) -> Gang | None:
+    """The gang the pod belongs to; None when it joins no pod group."""
+    name = group_name(pod)
+    if not name:
+        return None
+    namespace = object_key(pod)[0]
+    pod_group = snapshot.gang_object("PodGroup", namespace, name)
+    members = sorted((p for p in snapshot.pod_group_members(namespace, name)
+                      if not is_terminated(p)), key=object_key)
+    return Gang(namespace, name, pod_group, min_count(pod_group) if pod_group else 0,
+                tuple(members))
+
+
+def gang_pods(snapshot: Snapshot, kind: str, namespace: str, name: str) -> list[K8sObject]:
+    """The pods of a Workload (through its PodGroups) or of a PodGroup named by a ref."""
+    if snapshot.gang_object(kind, namespace, name) is None:
+        return []
+    groups = ([name] if kind == "PodGroup" else
+              [object_key(g)[1] for g in snapshot.pod_groups_of(namespace, name)])
+    return [p for group in groups for p in snapshot.pod_group_members(namespace, group)]
