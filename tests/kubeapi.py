@@ -66,6 +66,9 @@ KINDS = (
     Kind("resourceclaims", "ResourceClaim", "resource.k8s.io/v1"),
     Kind("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1"),
     Kind("resourceslices", "ResourceSlice", "resource.k8s.io/v1", namespaced=False),
+    # gangs: alpha, served in 1.36 only with --runtime-config=scheduling.k8s.io/v1alpha2=true
+    Kind("workloads", "Workload", "scheduling.k8s.io/v1alpha2"),
+    Kind("podgroups", "PodGroup", "scheduling.k8s.io/v1alpha2"),
 )
 BY_KIND = {k.kind: k for k in KINDS}
 # Discovery only: a review is created, never stored, listed or read back.
@@ -75,7 +78,8 @@ SHORT_NAMES = {"nodes": ["no"], "pods": ["po"], "events": ["ev"], "resourcequota
                "persistentvolumeclaims": ["pvc"], "deployments": ["deploy"],
                "replicasets": ["rs"], "statefulsets": ["sts"], "daemonsets": ["ds"]}
 BY_PATH = {(k.group_version, k.plural): k for k in KINDS}
-DUMP_LISTS = ("nodes", "pods", "events", "resourcequotas", "runtimeclasses", "workloads", "dra")
+DUMP_LISTS = ("nodes", "pods", "events", "resourcequotas", "runtimeclasses", "workloads", "dra",
+              "gangs")
 
 
 @dataclass(frozen=True)

@@ -68,8 +68,9 @@ def test_discovery_documents_have_kube_apiservers_shapes(api: FakeKubeAPI) -> No
     groups = get(api, "/apis")
     assert groups["kind"] == "APIGroupList"
     by_name = {g["name"]: g for g in groups["groups"]}
-    assert {"apps", "batch", "node.k8s.io", "resource.k8s.io", "authorization.k8s.io"} == set(
-        by_name)
+    assert {"apps", "batch", "node.k8s.io", "resource.k8s.io", "authorization.k8s.io",
+            "scheduling.k8s.io"} == set(by_name)
+    assert by_name["scheduling.k8s.io"]["preferredVersion"]["version"] == "v1alpha2"
     assert by_name["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert get(api, "/apis/batch")["kind"] == "APIGroup"
     core = get(api, "/api/v1")

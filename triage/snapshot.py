@@ -196,15 +196,6 @@ class Snapshot:
     def _gangs_by_key(self) -> dict[tuple[str, str, str], K8sObject]:
         return {(g.get("kind", ""), *object_key(g)): g for g in self.gangs}
 
-    @cached_property
-    def _pods_by_pod_group(self) -> dict[tuple[str, str], list[K8sObject]]:
-        index: dict[tuple[str, str], list[K8sObject]] = defaultdict(list)
-        for pod in self.pods:
-            group = (pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
-            if group:
-                index[object_key(pod)[0], str(group)].append(pod)
-        return index
-
     # -- lookups --------------------------------------------------------------------
 
     def gang_object(self, kind: str, namespace: str, name: str) -> K8sObject | None:
@@ -212,8 +203,11 @@ class Snapshot:
         return self._gangs_by_key.get((kind, namespace, name))
 
     def pod_group_members(self, namespace: str, group: str) -> list[K8sObject]:
-        """The pods whose spec.schedulingGroup names the PodGroup, terminated included."""
-        return self._pods_by_pod_group.get((namespace, group), [])
+        """The pods whose spec.schedulingGroup names the PodGroup, terminated included (a
+        PodGroup is namespaced, and so are the pods joining it)."""
+        return [pod for pod in self.pods_in(namespace)
+                if (pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
+                == group]
 
     def pod_groups_of(self, namespace: str, workload: str) -> list[K8sObject]:
         """The PodGroups made from a Workload's templates."""

@@ -56,13 +56,16 @@ from triage.cluster.reader import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     RUNTIME_CLASSES,
+    SCHEDULING_GROUP,
     WORKLOADS,
     ClusterReader,
     NotServed,
     Resource,
+    gang_resources,
 )
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
+from triage.gangs import group_name
 from triage.pods import named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339
@@ -319,6 +322,50 @@ def read_dra(reader: ClusterReader, found: RefObjects, namespace: str,
     return [*classes, *claims, *slices]
 
 
+def read_gangs(reader: ClusterReader, namespace: str = "",
+               page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """Workloads and PodGroups (scheduling.k8s.io, the version the server prefers); nothing,
+    and no list, when the server does not serve the group."""
+    version = reader.preferred_version(SCHEDULING_GROUP)
+    if version is None:
+        return []
+    return [item for resource in gang_resources(version)
+            for item in served(reader, resource, namespace, page_size)]
+
+
+def ref_gangs(reader: ClusterReader, found: RefObjects, ref: PodRef,
+              page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """The namespace's gangs, read when the ref's pods join a pod group, or when the ref
+    names no pod and no workload (it may name a Workload or PodGroup). A failed read is noted
+    in the Verdict: the pods are then judged one by one."""
+    named = {object_key(obj)[1] for obj in (*found.pods, *found.workloads)}
+    if ref.name in named and not any(group_name(p) for p in found.pods):
+        return []
+    gangs = _optional(found.problems, lambda: (read_gangs(reader, ref.namespace, page_size), ""))
+    read_gang_pods(reader, found, ref, gangs, page_size)
+    return gangs
+
+
+def read_gang_pods(reader: ClusterReader, found: RefObjects, ref: PodRef,
+                   gangs: Iterable[K8sObject], page_size: int = DEFAULT_PAGE_SIZE) -> None:
+    """A ref naming a Workload or PodGroup: its pods read whole (the lists keep them slim,
+    without the nodeSelector the gang is judged by) and the events about them, into
+    ``found``."""
+    if found.pods:
+        return
+    groups = {object_key(g)[1] for g in gangs if object_key(g)[0] == ref.namespace and (
+        (g.get("kind") == "PodGroup" and object_key(g)[1] == ref.name)
+        or (((g.get("spec") or {}).get("podGroupTemplateRef") or {}).get("workload") or {})
+        .get("workloadName") == ref.name)}
+    if not groups:
+        return
+    pods, _ = reader.list_all(PODS, ref.namespace, page_size=page_size)
+    found.pods = [p for p in pods if group_name(p) in groups]
+    found.events = _unique([*found.events, *_events_about(
+        reader, ref.namespace, [object_key(p)[1] for p in found.pods], page_size,
+        found.problems)])
+
+
 def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_PAGE_SIZE,
                   timeout: float = DEFAULT_TIMEOUT, cluster: str = "") -> Snapshot:
     """Everything one triage of ``ref`` needs, read cold from the API (``gpuwhy triage``).
@@ -336,10 +383,12 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
         found = read_ref_objects(reader, ref, page_size)
         quotas, runtime_classes = ref_policy(reader, found, ref.namespace, page_size)
         dra = read_dra(reader, found, ref.namespace, page_size)
+        gangs = ref_gangs(reader, found, ref, page_size)
         nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
-                    workloads=found.workloads, dra=dra, cluster=cluster or reader.server,
+                    workloads=found.workloads, dra=dra, gangs=gangs,
+                    cluster=cluster or reader.server,
                     problems=tuple(found.problems), read_at=rfc3339(datetime.now(UTC)))
 
 
@@ -386,4 +435,4 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
            *served(reader, RESOURCE_SLICES, page_size=page_size)]
     return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
                     runtimeclasses=runtime_classes, workloads=workloads, dra=dra,
-                    cluster=reader.server)
+                    gangs=read_gangs(reader, namespace, page_size), cluster=reader.server)

@@ -64,6 +64,18 @@ RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v
 CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "ResourceClaimTemplate",
                            "resource.k8s.io/v1")
 RESOURCE_SLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1")
+# Gangs (GenericWorkload, alpha in 1.35+): served only where enabled, in the version the API
+# server prefers (v1alpha2 in 1.36), which discovery names.
+SCHEDULING_GROUP = "scheduling.k8s.io"
+
+
+def gang_resources(version: str) -> tuple[Resource, Resource]:
+    """Workloads and PodGroups of scheduling.k8s.io in that version."""
+    group_version = f"{SCHEDULING_GROUP}/{version}"
+    return (Resource("workloads", "Workload", group_version),
+            Resource("podgroups", "PodGroup", group_version))
+
+
 ACCESS_REVIEWS = Resource("selfsubjectaccessreviews", "SelfSubjectAccessReview",
                           "authorization.k8s.io/v1")
 _VERSION = Resource("version", "Info", "v1")  # only names GET /version in error sentences
@@ -227,6 +239,17 @@ class ClusterReader:
             raise self._not_found(call, "")
         document: K8sObject = self._json(call, response)
         return document
+
+    def preferred_version(self, group: str) -> str | None:
+        """The version of an API group the server prefers (GET /apis/<group>); None when it
+        does not serve the group."""
+        call = _Call("get", Resource(group, "APIGroup", "v1"))
+        response = self._request(call, "GET", f"/apis/{quote(group, safe='.')}", [])
+        if response is None:
+            return None
+        preferred = self._json(call, response).get("preferredVersion") or {}
+        version = preferred.get("version") if isinstance(preferred, Mapping) else None
+        return str(version) if version else None
 
     def server_version(self) -> str:
         """The API server's version (GET /version), e.g. v1.36.2."""

@@ -1,6 +1,6 @@
-"""The watch cache (``gpuwhy serve``): nodes, non-terminated pods, ResourceSlices and
-ResourceClaims kept in memory by list +
-watch, so a triage from it costs only the per-ref reads, whatever the cluster size."""
+"""The watch cache (``gpuwhy serve``): nodes, non-terminated pods, the DRA objects and the
+gangs (Workloads, PodGroups) kept in memory by list + watch, so a triage from it costs only
+the per-ref reads, whatever the cluster size."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.read import (
     merge_pods,
+    read_gang_pods,
     read_ref_objects,
     ref_policy,
 )
@@ -37,10 +38,12 @@ from triage.cluster.reader import (
     PODS,
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
+    SCHEDULING_GROUP,
     ClusterReader,
     Forbidden,
     NotServed,
     Resource,
+    gang_resources,
 )
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
@@ -348,9 +351,13 @@ class _Reflector:
     """
 
     def __init__(self, cache: WatchCache, resource: Resource, field_selector: str,
-                 store: _NodeStore | _PodStore | _ObjectStore, optional: bool = False) -> None:
+                 store: _NodeStore | _PodStore | _ObjectStore, optional: bool = False,
+                 discovered: int | None = None) -> None:
         self.cache = cache
         self.resource = resource
+        # Which of gang_resources(version) this is, the version asked of discovery before
+        # each list (scheduling.k8s.io: alpha, the served version changes with the release)
+        self.discovered = discovered
         self.field_selector = field_selector
         self.store = store
         # A cluster may not serve it (no DRA API group): then it is empty, asked again later.
@@ -372,6 +379,7 @@ class _Reflector:
         while not stop.is_set():
             try:
                 if not self.resource_version:
+                    self._discover()
                     with bulk_parse():  # a list makes objects that live on: GC would re-walk them
                         items, self.resource_version = self.cache.reader.list_all(
                             self.resource, field_selector=self.field_selector,
@@ -412,6 +420,14 @@ class _Reflector:
                               self.resource.plural)
                 self.resource_version = ""
                 stop.wait(self.cache.retry_delay)
+
+    def _discover(self) -> None:
+        if self.discovered is None:
+            return
+        version = self.cache.reader.preferred_version(SCHEDULING_GROUP)
+        if version is None:
+            raise NotServed(f"{SCHEDULING_GROUP} is not served")
+        self.resource = gang_resources(version)[self.discovered]
 
     def _watch(self) -> None:
         events = self.cache.reader.watch(
@@ -461,8 +477,9 @@ class _Reflector:
 
 
 class WatchCache:
-    """Nodes, non-terminated pods and the DRA objects (ResourceSlices, ResourceClaims,
-    DeviceClasses, ResourceClaimTemplates), kept current by list + watch, one thread each."""
+    """Nodes, non-terminated pods, the DRA objects (ResourceSlices, ResourceClaims,
+    DeviceClasses, ResourceClaimTemplates) and, where served, scheduling.k8s.io's Workloads
+    and PodGroups, kept current by list + watch, one thread each."""
 
     def __init__(self, api_client: ApiClient, timeout: float = DEFAULT_TIMEOUT,
                  page_size: int = DEFAULT_PAGE_SIZE, watch_seconds: int = 300,
@@ -484,6 +501,9 @@ class WatchCache:
         # few, and asked by any pending GPU pod on a DRA cluster: cached, not read per triage
         self.classes = _ObjectStore()
         self.templates = _ObjectStore()
+        self.gang_workloads = _ObjectStore()
+        self.pod_groups = _ObjectStore()
+        workloads, pod_groups = gang_resources("")
         self._reflectors = (
             _Reflector(self, NODES, "", self.nodes),
             _Reflector(self, PODS, NON_TERMINATED, self.pods),
@@ -491,6 +511,8 @@ class WatchCache:
             _Reflector(self, RESOURCE_CLAIMS, "", self.claims, optional=True),
             _Reflector(self, DEVICE_CLASSES, "", self.classes, optional=True),
             _Reflector(self, CLAIM_TEMPLATES, "", self.templates, optional=True),
+            _Reflector(self, workloads, "", self.gang_workloads, optional=True, discovered=0),
+            _Reflector(self, pod_groups, "", self.pod_groups, optional=True, discovered=1),
         )
 
     def start(self) -> None:
@@ -573,6 +595,8 @@ class WatchCache:
             raise ClusterError(failing or "gpuwhy is still loading the cluster's nodes and "
                                "pods; try again in a minute.")
         found = read_ref_objects(self.reader, ref, self.page_size)
+        gangs = [*self.gang_workloads.view(), *self.pod_groups.view()]
+        read_gang_pods(self.reader, found, ref, gangs, self.page_size)
         quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
         by_node, requested = self.pods.by_node_view()
         nodes, node_rows = self.nodes.view()
@@ -581,6 +605,7 @@ class WatchCache:
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
             dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
                  *self.slices.view()],
+            gangs=gangs,
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
             read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node,

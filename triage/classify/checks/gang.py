@@ -134,7 +134,8 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
     placed = f"{bound} already bound, " if bound else ""
     fit = min(placement.fit_now + bound, gang.min_count)
     return Finding(Cause.EXHAUSTED,
-                   f"{_asks(subject, gang)}: {placed}{fit} of {gang.min_count} gang pods fit now ({fitting or 'no node'}); "
+                   f"{_asks(subject, gang)}: {placed}{fit} of {gang.min_count} gang pods fit now "
+                   f"({fitting or 'no node'}); "
                    f"{'; '.join(held) or 'the other nodes are held'}. With every GPU free the "
                    f"nodes would hold {placement.fit_empty}. Wait for them to finish, or add "
                    f"capacity: the scheduler binds none of the gang until {gang.min_count} fit."

@@ -1,0 +1,138 @@
+"""Gangs (scheduling.k8s.io PodGroups): judged as a whole, on the gang-dra-basics recording."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scoring.gang import place_gang, pods_per_node
+from tests.conftest import SCENARIOS, find, load_lists
+from triage.classify import triage
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+
+Lists = dict[str, list[dict[str, Any]]]
+ToSnapshot = Callable[[Lists], Snapshot]
+
+
+@pytest.fixture
+def gangs() -> Lists:
+    return load_lists("gang-dra-basics")
+
+
+def _triage(snapshot: Snapshot, ref: str) -> Any:
+    return triage(snapshot, parse_ref(ref))
+
+
+def test_an_exhausted_gang_says_how_many_fit_now_and_who_holds_the_rest(
+        gangs: Lists, to_snapshot: ToSnapshot) -> None:
+    for ref in ("train/moe-train-0", "train/moe-train-2"):
+        verdict = _triage(to_snapshot(gangs), ref)
+        assert verdict.cause == "exhausted"
+        assert "3 of 4 gang pods fit now" in verdict.action
+        assert "gang-h100-b4 has 4/8 nvidia.com/gpu held by research/eval-4g" in verdict.action
+        assert any(e.field == "spec.schedulingPolicy.gang.minCount" and e.value == "4"
+                   for e in verdict.evidence)
+    details = {n.name: n.detail for n in verdict.nodes}
+    assert "gang: 1 pod(s) now, 1 empty" in details["gang-h100-b1"]
+    assert "gang: 0 pod(s) now, 1 empty" in details["gang-h100-b4"]
+
+
+def test_the_gang_fits_once_the_holder_finishes(gangs: Lists, to_snapshot: ToSnapshot) -> None:
+    find(gangs["pods"], "eval-4g", "research")["status"]["phase"] = "Succeeded"
+    verdict = _triage(to_snapshot(gangs), "train/moe-train-0")
+    assert verdict.cause not in ("exhausted", "too-large")
+
+
+def test_a_gang_larger_than_its_pool_is_too_large(gangs: Lists,
+                                                  to_snapshot: ToSnapshot) -> None:
+    verdict = _triage(to_snapshot(gangs), "train/big-sweep-0")
+    assert verdict.cause == "too-large"
+    assert "could hold only 3 of them even with every GPU free" in verdict.action
+    assert "waiting never helps" in verdict.action
+
+
+def test_an_incomplete_gang_is_not_an_absent_scheduler(gangs: Lists,
+                                                       to_snapshot: ToSnapshot) -> None:
+    verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
+    assert verdict.cause == "other-constraint"
+    assert "gang minCount 4, only 3 pods" in verdict.action
+    assert "llama-pretrain-workers" in verdict.action
+
+
+def test_an_incomplete_gang_that_could_not_fit_gets_the_gpu_cause(
+        gangs: Lists, to_snapshot: ToSnapshot) -> None:
+    for index in range(3):
+        pod = find(gangs["pods"], f"llama-pretrain-{index}", "train")
+        pod["spec"]["nodeSelector"] = {"pool": "a100"}  # 3 nodes for a gang of 4
+    verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
+    assert verdict.cause == "too-large"
+    assert "only 3 of its 4 pods exist" in verdict.action
+
+
+def test_a_quota_keeping_the_rest_from_being_created_is_named(
+        gangs: Lists, to_snapshot: ToSnapshot) -> None:
+    gangs["resourcequotas"] = [{
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "gpus", "namespace": "train"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "40"}},
+        "status": {"hard": {"requests.nvidia.com/gpu": "40"},
+                   "used": {"requests.nvidia.com/gpu": "40"}}}]
+    verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
+    assert verdict.cause == "other-constraint"
+    assert "ResourceQuota train/gpus leaves no room for another" in verdict.action
+
+
+def test_a_missing_pod_group_is_named(gangs: Lists, to_snapshot: ToSnapshot) -> None:
+    gangs["gangs"] = [g for g in gangs["gangs"] if g["metadata"]["name"] != "moe-train-workers"]
+    verdict = _triage(to_snapshot(gangs), "train/moe-train-0")
+    assert verdict.cause == "other-constraint"
+    assert "PodGroup train/moe-train-workers, which does not exist" in verdict.action
+
+
+def test_a_basic_policy_is_no_gang(gangs: Lists, to_snapshot: ToSnapshot) -> None:
+    group = find(gangs["gangs"], "llama-pretrain-workers", "train")
+    group["spec"]["schedulingPolicy"] = {"basic": {}}
+    verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
+    assert verdict.cause == "scheduler-unavailable" and "minCount" not in verdict.action
+
+
+def test_without_gangs_json_the_pods_are_judged_alone(gangs: Lists,
+                                                      to_snapshot: ToSnapshot) -> None:
+    gangs["gangs"] = []
+    assert _triage(to_snapshot(gangs), "train/moe-train-0").cause == "other-constraint"
+
+
+@pytest.mark.parametrize(("ref", "kind", "cause"), [
+    ("train/moe-train", "Workload", "exhausted"),
+    ("train/big-sweep-workers", "PodGroup", "too-large"),
+    ("train/llama-pretrain", "Workload", "other-constraint")])
+def test_a_ref_naming_the_workload_answers_for_the_gang(
+        gangs: Lists, to_snapshot: ToSnapshot, ref: str, kind: str, cause: str) -> None:
+    verdict = _triage(to_snapshot(gangs), ref)
+    assert (verdict.kind, verdict.cause) == (kind, cause)
+    assert verdict.pods_total == (3 if "llama" in ref else 4)
+
+
+def test_gangs_json_round_trips_through_a_dump(tmp_path: Path) -> None:
+    snapshot = Snapshot.from_dir(SCENARIOS / "gang-dra-basics")
+    snapshot.to_dir(tmp_path / "copy")
+    written = json.loads((tmp_path / "copy" / "gangs.json").read_text())
+    assert {(g["kind"], g["metadata"]["name"]) for g in written["items"]} >= {
+        ("Workload", "moe-train"), ("PodGroup", "moe-train-workers")}
+    again = Snapshot.from_dir(tmp_path / "copy")
+    assert _triage(again, "train/moe-train-0").cause == "exhausted"
+
+
+def test_a_node_takes_as_many_gang_pods_as_its_free_gpus_divide_into() -> None:
+    assert pods_per_node({"nvidia.com/gpu": 8}, {"nvidia.com/gpu": 4}) == 2
+    assert pods_per_node({"nvidia.com/gpu": 7}, {"nvidia.com/gpu": 4}) == 1
+    assert pods_per_node({"nvidia.com/gpu": -1}, {"nvidia.com/gpu": 4}) == 0
+    assert pods_per_node({"amd.com/gpu": 8}, {"nvidia.com/gpu": 1, "amd.com/gpu": 1}) == 0
+    placement = place_gang([("a", {"g": 8}, {"g": 4}), ("b", {"g": 8}, {"g": 8})], {"g": 4})
+    assert (placement.fit_empty, placement.fit_now) == (4, 3)
+    assert placement.held_back() == ["a"]
