@@ -20,6 +20,18 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from scoring.cel_error import SelectorError
+from scoring.dra_capacity import (
+    LACKS,
+    REFUSED,
+    TOO_SMALL,
+    USED_UP,
+    CapacityFit,
+    SharedUsage,
+    capacity_requests,
+    judge,
+    shared,
+    shared_device_row,
+)
 from scoring.nodes import (
     node_name,
     selector_mismatches,
@@ -121,6 +133,8 @@ class Alternative:
     admin: bool = False
     # the request's device taint tolerations (as a pod's tolerations read)
     tolerations: tuple[Mapping[str, Any], ...] = ()
+    # capacity.requests (consumable capacity of shared devices), by name
+    capacity: tuple[tuple[str, Decimal], ...] = ()
 
     @property
     def asked(self) -> str:
@@ -170,6 +184,8 @@ class RequestOutcome:
     holders: list[tuple[SliceDevice, Holder]] = field(default_factory=list)
     # matching devices a taint keeps the request off, with the taints
     tainted: list[tuple[SliceDevice, list[str]]] = field(default_factory=list)
+    # matching devices judged for the request's capacity (see scoring.dra_capacity)
+    capacity: list[tuple[SliceDevice, CapacityFit]] = field(default_factory=list)
 
 
 @dataclass
@@ -221,6 +237,7 @@ class Inventory:
             for result in _allocation_results(claim):
                 if not result.get("adminAccess"):
                     self.taken[_result_key(result)] = holder
+        self.shared_usage = SharedUsage(self.claims.values())
         self._results: dict[tuple[str, DeviceKey], bool | SelectorError] = {}
         self._variables: dict[DeviceKey, Any] = {}
         self._gpu_class: dict[str, bool] = {}
@@ -469,10 +486,6 @@ class Inventory:
         for raw in devices.get("requests") or []:
             if not isinstance(raw, Mapping):
                 continue
-            for sub in [raw.get("exactly") or {}, *(raw.get("firstAvailable") or [])]:
-                if isinstance(sub, Mapping) and sub.get("capacity"):
-                    resolved.unmodelled.append((f"spec.devices.requests[{raw.get('name')}]",
-                                                "capacity requests (shared devices)"))
             request = _request(claim_label, raw)
             resolved.requests.append(request)
             for alternative in request.alternatives:
@@ -570,6 +583,20 @@ class Inventory:
                                   f"({_products(of_class)}), none meets {label}'s selectors "
                                   f"({' && '.join(alternative.selectors)})", alternative,
                                   of_class)
+        capacity: list[tuple[SliceDevice, CapacityFit]] = []
+        if alternative.capacity or any(shared(d.raw) for d in matching):
+            capacity = [(d, judge(d.raw, d.driver, dict(alternative.capacity),
+                                  self.shared_usage.shares(d.key))) for d in matching]
+            eligible = [(d, f) for d, f in capacity if f.failure not in (LACKS, REFUSED)]
+            large = [d for d, f in eligible if f.failure != TOO_SMALL]
+            short = not eligible or (alternative.mode != "All" and len(large) < alternative.count)
+            if short:
+                return RequestOutcome(
+                    request, TOO_LARGE if eligible else DEVICE_UNFIT, f"{label} capacity: "
+                    + "; ".join(f"{d.pool}/{d.name} {f.detail}" for d, f in
+                                (eligible or capacity)[:4]), alternative, of_class, large,
+                    capacity=capacity)
+            matching = large
         if alternative.mode != "All" and len(matching) < alternative.count:
             return RequestOutcome(request, TOO_LARGE, f"{label} asks {alternative.count}, the "
                                   f"node has {len(matching)} matching device(s)", alternative,
@@ -589,6 +616,9 @@ class Inventory:
         held = [(d, self.taken[d.key]) for d in matching
                 if d.key in self.taken and d.key not in own and not alternative.admin
                 and not d.raw.get("allowMultipleAllocations")]
+        held += [(d, Holder(", ".join(s.claim for s in f.shares),
+                            tuple(p for s in f.shares for p in s.pods)))
+                 for d, f in capacity if f.failure == USED_UP and d in matching]
         if self.counter_sets and not alternative.admin:
             held += self._counted_out([d for d in matching if d.key not in self.taken],
                                       len(matching) if alternative.mode == "All"
@@ -596,11 +626,15 @@ class Inventory:
         free = len(matching) - len(held)
         needed = len(matching) if alternative.mode == "All" else alternative.count
         if free < needed:
+            used_up = [f"{d.pool}/{d.name} {f.detail}" for d, f in capacity
+                       if f.failure == USED_UP and d in matching]
             return RequestOutcome(request, EXHAUSTED, f"{label} needs {needed}, "
-                                  f"{len(held)}/{len(matching)} matching device(s) allocated "
-                                  f"to {_holders_text(held)}", alternative, of_class, matching,
-                                  held)
-        return RequestOutcome(request, None, "fits", alternative, of_class, matching, held)
+                                  + ("; ".join(used_up[:3]) if used_up else
+                                     f"{len(held)}/{len(matching)} matching device(s) allocated "
+                                     f"to {_holders_text(held)}"), alternative, of_class, matching,
+                                  held, capacity=capacity)
+        return RequestOutcome(request, None, "fits", alternative, of_class, matching, held,
+                              capacity=capacity)
 
     def _joint(self, outcomes: list[RequestOutcome], own: set[DeviceKey]) -> RequestOutcome | None:
         """Each request fits alone; do they fit together on distinct devices?"""
@@ -651,6 +685,14 @@ class Inventory:
             if code is None:
                 taints = [taint_text(t) for t in blocking_device_taints(device)]
                 code = f"tainted {', '.join(taints)}" if taints else None
+            if shared(device.raw):
+                failed = next((f for o in outcomes for d, f in o.capacity
+                               if d.key == device.key and f.failure is not None), None)
+                rows.append(shared_device_row(
+                    device.raw, self.shared_usage.shares(device.key), failed, code,
+                    Device(uuid=device.name, index=_index(device, position), type=device.product,
+                           memory_total=_mib(device.memory), holder_source=DRA_HOLDERS)))
+                continue
             if code is None and holder is not None:
                 code = (f"its shared counters are used by {holder.claim}"
                         if device.key in counted_out else f"allocated to {holder.claim}")
@@ -707,7 +749,8 @@ def _alternative(label: str, spec: Mapping[str, Any]) -> Alternative:
                        _cel_expressions(spec.get("selectors")),
                        str(spec.get("allocationMode") or "ExactCount"), count,
                        bool(spec.get("adminAccess")),
-                       tuple(t for t in spec.get("tolerations") or [] if isinstance(t, Mapping)))
+                       tuple(t for t in spec.get("tolerations") or [] if isinstance(t, Mapping)),
+                       capacity_requests(spec))
 
 
 # Device taint effects that keep the allocator off a device ("None" only informs).
@@ -983,13 +1026,7 @@ class ClaimSet:
     @property
     def unmodelled(self) -> list[tuple[str, str, str]]:
         """(object, field, what) the fit did not judge: then the scheduler's word stands."""
-        found = [(c.source, where, what) for c in self.claims for where, what in c.unmodelled]
-        shared = [s for s in self.inventory.slices for d in _slice_devices(s)
-                  if d.raw.get("allowMultipleAllocations")]
-        if shared:
-            found.append((f"ResourceSlice {object_key(shared[0])[1]}", "spec.devices[]",
-                          "shared devices (allowMultipleAllocations)"))
-        return found
+        return [(c.source, where, what) for c in self.claims for where, what in c.unmodelled]
 
     @property
     def asks_gpu(self) -> bool:

@@ -30,6 +30,11 @@ from scoring.dra import (
 )
 from scoring.nodes import labels
 from scoring.verdict import Evidence
+from triage.classify.checks.dra_shared import (
+    explain_capacity_exhausted,
+    explain_capacity_too_large,
+    explain_capacity_unfit,
+)
 from triage.classify.subject import Dropped, Finding, NodeFilterFn, Subject, scheduler_evidence
 from triage.nodetable import NodeInfo
 from triage.vocabulary import Cause
@@ -180,6 +185,9 @@ def explain_dra_device_unfit(subject: Subject, dropped: Dropped) -> Finding:
     failing = _failing(subject, dropped, DEVICE_UNFIT)
     if failing and all(outcome.tainted for _, outcome in failing):
         return _explain_tainted(subject, failing)
+    if failing and (shared := explain_capacity_unfit(
+            subject, failing, _source(subject, failing[0][1].request))) is not None:
+        return shared
     first = failing[0][1] if failing else None
     selectors = " && ".join(first.alternative.selectors) if first and first.alternative else ""
     per_node = "; ".join(f"{n.name} has {_products(o.candidates)}" for n, o in failing[:4])
@@ -228,6 +236,9 @@ def explain_dra_too_large(subject: Subject, dropped: Dropped) -> Finding:
         return _explain_per_node(subject, dropped, Cause.TOO_LARGE, "Split the job or get a "
                                  "node with that many devices; waiting never helps.")
     first = failing[0][1]
+    if (shared := explain_capacity_too_large(subject, failing,
+                                              _source(subject, first.request))) is not None:
+        return shared
     largest = max(len(o.matching) for _, o in failing)
     at_most = [n.name for n, o in failing if len(o.matching) == largest]
     others = "; ".join(f"{n.name} has {len(o.matching)}" for n, o in failing
@@ -247,6 +258,9 @@ def explain_dra_too_large(subject: Subject, dropped: Dropped) -> Finding:
 
 def explain_dra_exhausted(subject: Subject, dropped: Dropped) -> Finding:
     failing = _failing(subject, dropped, EXHAUSTED)
+    if failing and (shared := explain_capacity_exhausted(
+            subject, failing, _source(subject, failing[0][1].request))) is not None:
+        return shared
     per_node = []
     evidence = []
     for node, outcome in failing[:3]:
