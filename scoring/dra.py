@@ -186,6 +186,8 @@ class RequestOutcome:
     tainted: list[tuple[SliceDevice, list[str]]] = field(default_factory=list)
     # matching devices judged for the request's capacity (see scoring.dra_capacity)
     capacity: list[tuple[SliceDevice, CapacityFit]] = field(default_factory=list)
+    # every alternative tried on the node, in order, up to the first that fits
+    tried: list[RequestOutcome] = field(default_factory=list)
 
 
 @dataclass
@@ -540,15 +542,21 @@ class Inventory:
     def _request_outcome(self, request: Request, devices: list[SliceDevice],
                          own: set[DeviceKey]) -> RequestOutcome:
         best: RequestOutcome | None = None
+        tried: list[RequestOutcome] = []
         for alternative in request.alternatives:
             outcome = self._alternative_outcome(request, alternative, devices, own)
+            tried.append(outcome)
             if outcome.stage in (None, UNEVALUATED):
+                outcome.tried = tried
                 return outcome
             if best is None or STAGES.index(outcome.stage or EXHAUSTED) > STAGES.index(
                     best.stage or EXHAUSTED):
                 best = outcome
-        return best or RequestOutcome(request, NO_DEVICE, f"request {request.name} has no "
-                                      "device request")
+        if best is None:
+            return RequestOutcome(request, NO_DEVICE, f"request {request.name} has no device "
+                                  "request")
+        best.tried = tried
+        return best
 
     def _alternative_outcome(self, request: Request, alternative: Alternative,
                              devices: list[SliceDevice], own: set[DeviceKey]) -> RequestOutcome:

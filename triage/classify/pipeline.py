@@ -26,6 +26,7 @@ from triage.classify.checks.dra import (
     explain_dra_other,
     explain_dra_too_large,
 )
+from triage.classify.checks.dra_alternatives import with_alternatives
 from triage.classify.checks.gang import (
     check_gang_exhausted,
     check_gang_incomplete,
@@ -83,24 +84,28 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
     Cause.NO_GPU_NODE: (
         NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_no_gpu_node, explain_no_gpu_node,
                    applies=asks_gpus),
-        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_no_device, explain_dra_no_device,
+        NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_no_device,
+                   with_alternatives(explain_dra_no_device),
                    applies=asks_dra),
         NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_device_unfit,
-                   explain_dra_device_unfit, outcome=Cause.DEVICE_UNFIT, applies=asks_dra)),
+                   with_alternatives(explain_dra_device_unfit), outcome=Cause.DEVICE_UNFIT,
+                   applies=asks_dra)),
     Cause.ALLOCATABLE_ZERO: (
         NodeFilter(Cause.ALLOCATABLE_ZERO, When.UNBOUND, drop_allocatable_zero,
                    explain_allocatable_zero, applies=asks_gpus),),
     Cause.TOO_LARGE: (
         NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_too_large, explain_too_large,
                    applies=asks_gpus),
-        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_dra_too_large, explain_dra_too_large,
+        NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_dra_too_large,
+                   with_alternatives(explain_dra_too_large),
                    applies=asks_dra),
         # a gang: its pods each fit somewhere, but not minCount of them at once, even empty
         PodCheck(Cause.TOO_LARGE, When.UNBOUND, check_gang_too_large)),
     Cause.EXHAUSTED: (
         NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted,
                    applies=asks_gpus),
-        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted, explain_dra_exhausted,
+        NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted,
+                   with_alternatives(explain_dra_exhausted),
                    applies=asks_dra),
         PodCheck(Cause.EXHAUSTED, When.UNBOUND, check_gang_exhausted)),
     Cause.DEVICE_UNFIT: (

@@ -12,6 +12,8 @@ selector gpuwhy cannot evaluate (the scheduler's word stands then).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from scoring.dra import (
     CLAIM_ELSEWHERE,
     DEVICE_UNFIT,
@@ -30,6 +32,7 @@ from scoring.dra import (
 )
 from scoring.nodes import labels
 from scoring.verdict import Evidence
+from triage.classify.checks.dra_alternatives import chosen_alternative
 from triage.classify.checks.dra_shared import (
     explain_capacity_exhausted,
     explain_capacity_too_large,
@@ -142,10 +145,16 @@ def allocation_evidence(subject: Subject) -> list[Evidence]:
             continue
         devices = ",".join(device for _, _, device in claim.allocated_devices) or "no device"
         nodes = ", ".join(allocated_node_names(claim)) or "any node"
-        reserved = ", ".join(str(r.get("name")) for r in (claim.claim.get("status") or {})
-                             .get("reservedFor") or []) or "nobody"
+        status = claim.claim.get("status") or {}
+        reserved = ", ".join(str(r.get("name")) for r in status.get("reservedFor") or []
+                             ) or "nobody"
+        chosen = ", ".join(dict.fromkeys(
+            name for r in ((status.get("allocation") or {}).get("devices") or {}).get("results")
+            or [] if isinstance(r, Mapping) and (name := chosen_alternative(r))))
         evidence.append(Evidence(claim.source, "status.allocation / status.reservedFor",
-                                 f"{devices} on {nodes}; reserved for {reserved}"))
+                                 f"{devices} on {nodes}; reserved for {reserved}"
+                                 + (f"; firstAvailable alternative {chosen} chosen"
+                                    if chosen else "")))
     return evidence
 
 
