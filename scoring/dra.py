@@ -32,6 +32,7 @@ from scoring.dra_capacity import (
     shared,
     shared_device_row,
 )
+from scoring.dra_taint_rules import RULE_FIELD, with_rule_taints
 from scoring.nodes import (
     node_name,
     selector_mismatches,
@@ -212,7 +213,8 @@ class Inventory:
         self.claims: dict[tuple[str, str], K8sObject] = {}
         self.templates: dict[tuple[str, str], K8sObject] = {}
         slices: list[K8sObject] = []
-        for obj in objects:
+        listed = list(objects)
+        for obj in listed:
             kind = obj.get("kind")
             if kind == "DeviceClass":
                 self.classes[object_key(obj)[1]] = obj
@@ -222,7 +224,7 @@ class Inventory:
                 self.templates[object_key(obj)] = obj
             elif kind == "ResourceSlice":
                 slices.append(obj)
-        self.slices = _current_generation(slices)
+        self.slices = with_rule_taints(_current_generation(slices), listed)
         # By spec.nodeName, built once: a 5,000-node answer looks up each node's slices.
         self._slices_by_node: dict[str, list[K8sObject]] = defaultdict(list)
         self._shared_slices: list[K8sObject] = []  # nodeSelector, allNodes, per device
@@ -776,8 +778,8 @@ def untolerated_device_taints(device: SliceDevice, alternative: Alternative) -> 
     """The device's blocking taints this request does not tolerate, as ``key=value:effect``;
     a toleration matches as a pod's does a node taint."""
     tolerations = list(alternative.tolerations)
-    return [taint_text(t) for t in blocking_device_taints(device)
-            if not tolerates(tolerations, t)]
+    return [taint_text(t) + (f" (DeviceTaintRule {t[RULE_FIELD]})" if t.get(RULE_FIELD) else "")
+            for t in blocking_device_taints(device) if not tolerates(tolerations, t)]
 
 
 

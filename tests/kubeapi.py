@@ -66,6 +66,7 @@ KINDS = (
     Kind("resourceclaims", "ResourceClaim", "resource.k8s.io/v1"),
     Kind("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1"),
     Kind("resourceslices", "ResourceSlice", "resource.k8s.io/v1", namespaced=False),
+    Kind("devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1beta2", namespaced=False),
     # gangs: alpha, served in 1.36 only with --runtime-config=scheduling.k8s.io/v1alpha2=true
     Kind("workloads", "Workload", "scheduling.k8s.io/v1alpha2"),
     Kind("podgroups", "PodGroup", "scheduling.k8s.io/v1alpha2"),
@@ -463,7 +464,9 @@ class FakeKubeAPI:
             host, port = self._server.server_address[:2]
             return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{host!s}:{port}"}]}
-        groups = {gv.partition("/")[0]: _api_group(gv) for gv in versions}
+        groups = {group: _api_group(group, [gv for gv in versions
+                                            if gv.partition("/")[0] == group])
+                  for group in dict.fromkeys(gv.partition("/")[0] for gv in versions)}
         if path == "/apis":
             return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups.values())}
         parts = [p for p in path.split("/") if p]
@@ -519,11 +522,21 @@ class FakeKubeAPI:
 
 # -- discovery ------------------------------------------------------------------------
 
-def _api_group(group_version: str) -> Obj:
-    """An APIGroup entry of ``/apis``: the one version this server serves is preferred."""
-    name, _, version = group_version.partition("/")
-    entry = {"groupVersion": group_version, "version": version}
-    return {"name": name, "versions": [entry], "preferredVersion": entry}
+def _api_group(name: str, group_versions: list[str]) -> Obj:
+    """An APIGroup entry of ``/apis``: its versions, the most stable preferred (v1 before
+    v1beta2 before v1alpha2), as kube-apiserver orders them."""
+    entries = sorted(({"groupVersion": gv, "version": gv.partition("/")[2]}
+                      for gv in group_versions), key=lambda e: _stability(e["version"]))
+    return {"name": name, "versions": entries, "preferredVersion": entries[0]}
+
+
+def _stability(version: str) -> tuple[int, int, int]:
+    """GA first, then beta, then alpha; higher numbers first within each."""
+    match = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", version)
+    if match is None:
+        return (3, 0, 0)
+    major, level, minor = match.groups()
+    return ({None: 0, "beta": 1, "alpha": 2}[level], -int(major), -int(minor or 0))
 
 
 def _api_resource(kind: Kind) -> Obj:

@@ -71,6 +71,9 @@ def test_discovery_documents_have_kube_apiservers_shapes(api: FakeKubeAPI) -> No
     assert {"apps", "batch", "node.k8s.io", "resource.k8s.io", "authorization.k8s.io",
             "scheduling.k8s.io"} == set(by_name)
     assert by_name["scheduling.k8s.io"]["preferredVersion"]["version"] == "v1alpha2"
+    # GA preferred over the beta DeviceTaintRules version, both listed
+    assert [v["version"] for v in by_name["resource.k8s.io"]["versions"]] == ["v1", "v1beta2"]
+    assert by_name["resource.k8s.io"]["preferredVersion"]["version"] == "v1"
     assert by_name["apps"]["preferredVersion"] == {"groupVersion": "apps/v1", "version": "v1"}
     assert get(api, "/apis/batch")["kind"] == "APIGroup"
     core = get(api, "/api/v1")
@@ -88,6 +91,11 @@ def test_discovery_documents_have_kube_apiservers_shapes(api: FakeKubeAPI) -> No
 
 def test_an_unserved_group_is_left_out_of_discovery() -> None:
     with FakeKubeAPI(SCENARIOS / "seven-states", unserved=["resource.k8s.io/v1"]) as api:
+        # DeviceTaintRules' v1beta2 alone is left: the group stays, preferring it
+        group = next(g for g in get(api, "/apis")["groups"] if g["name"] == "resource.k8s.io")
+        assert [v["version"] for v in group["versions"]] == ["v1beta2"]
+    with FakeKubeAPI(SCENARIOS / "seven-states",
+                     unserved=["resource.k8s.io/v1", "resource.k8s.io/v1beta2"]) as api:
         assert "resource.k8s.io" not in {g["name"] for g in get(api, "/apis")["groups"]}
         with pytest.raises(urllib.error.HTTPError) as refused:
             get(api, "/apis/resource.k8s.io/v1")

@@ -21,6 +21,7 @@ DRA = FIXTURES / "dra-basics"
 SEVEN = FIXTURES / "seven-states"
 EXTENDED = FIXTURES.parent / "scenarios-extra" / "dra-extended"
 DRA_GROUP = "resource.k8s.io/v1"
+TAINT_RULES_GROUP = "resource.k8s.io/v1beta2"  # DeviceTaintRules
 
 
 def _kubeconfig(server: FakeKubeAPI, tmp_path: Path) -> str:
@@ -163,7 +164,7 @@ def test_a_cluster_without_the_dra_group_is_not_an_error(directory: Path,
         if item.name != "dra.json":
             (no_dra / item.name).write_bytes(item.read_bytes())
     dump = SnapshotSource(no_dra)
-    with FakeKubeAPI(directory, unserved=[DRA_GROUP]) as server:
+    with FakeKubeAPI(directory, unserved=[DRA_GROUP, TAINT_RULES_GROUP]) as server:
         live = LiveSource(kubeconfig=_kubeconfig(server, tmp_path))
         watch = watch_source(server, tmp_path).start()
         try:

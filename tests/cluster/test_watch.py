@@ -24,8 +24,8 @@ from triage.snapshot import Snapshot
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 # nodes, pods, ResourceSlices, ResourceClaims, DeviceClasses, ResourceClaimTemplates,
-# Workloads and PodGroups (scheduling.k8s.io)
-WATCHES = 8
+# DeviceTaintRules, Workloads and PodGroups (scheduling.k8s.io)
+WATCHES = 9
 ALL_SCENARIOS = sorted(d for folder in ("scenarios", "scenarios-extra")
                        for d in (FIXTURES / folder).iterdir() if (d / "expected.json").exists())
 
@@ -187,7 +187,7 @@ def test_an_error_event_ends_the_watch_and_the_cache_catches_up(
             f"The Kubernetes API server at {api.url} ended the watch of {plural}: etcdserver: "
             "leader changed." for plural in ("pods", "nodes", "resourceslices", "resourceclaims",
                                              "deviceclasses", "resourceclaimtemplates",
-                                             "workloads", "podgroups")}
+                                             "devicetaintrules", "workloads", "podgroups")}
 
 
 def test_a_410_when_the_watch_opens_relists(api: FakeKubeAPI, cache: WatchSource) -> None:

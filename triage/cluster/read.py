@@ -48,6 +48,7 @@ from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     EVENTS,
     NODES,
     NON_TERMINATED,
@@ -310,7 +311,8 @@ def read_dra(reader: ClusterReader, found: RefObjects, namespace: str,
     if asks_dra(found):
         return [*read_dra_policy(reader, namespace, page_size),
                 *served(reader, RESOURCE_CLAIMS, page_size=page_size),
-                *served(reader, RESOURCE_SLICES, page_size=page_size)]
+                *served(reader, RESOURCE_SLICES, page_size=page_size),
+                *served(reader, DEVICE_TAINT_RULES, page_size=page_size)]
     slices = _optional(found.problems, lambda: (served(reader, RESOURCE_SLICES,
                                                        page_size=page_size), ""))
     classes = read_extended_classes(reader, found, bool(slices), page_size)
@@ -432,7 +434,8 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
     # Claims of every namespace: any of them may hold the devices a pod here waits for.
     dra = [*read_dra_policy(reader, namespace, page_size),
            *served(reader, RESOURCE_CLAIMS, page_size=page_size),
-           *served(reader, RESOURCE_SLICES, page_size=page_size)]
+           *served(reader, RESOURCE_SLICES, page_size=page_size),
+           *served(reader, DEVICE_TAINT_RULES, page_size=page_size)]
     return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
                     runtimeclasses=runtime_classes, workloads=workloads, dra=dra,
                     gangs=read_gangs(reader, namespace, page_size), cluster=reader.server)

@@ -64,6 +64,8 @@ RESOURCE_CLAIMS = Resource("resourceclaims", "ResourceClaim", "resource.k8s.io/v
 CLAIM_TEMPLATES = Resource("resourceclaimtemplates", "ResourceClaimTemplate",
                            "resource.k8s.io/v1")
 RESOURCE_SLICES = Resource("resourceslices", "ResourceSlice", "resource.k8s.io/v1")
+# DRADeviceTaintRules: beta in 1.36 and off by default, so often not served at all.
+DEVICE_TAINT_RULES = Resource("devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1beta2")
 # Gangs (GenericWorkload, alpha in 1.35+): served only where enabled, in the version the API
 # server prefers (v1alpha2 in 1.36), which discovery names.
 SCHEDULING_GROUP = "scheduling.k8s.io"

@@ -33,6 +33,7 @@ from triage.cluster.read import (
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     NODES,
     NON_TERMINATED,
     PODS,
@@ -501,6 +502,7 @@ class WatchCache:
         # few, and asked by any pending GPU pod on a DRA cluster: cached, not read per triage
         self.classes = _ObjectStore()
         self.templates = _ObjectStore()
+        self.taint_rules = _ObjectStore()
         self.gang_workloads = _ObjectStore()
         self.pod_groups = _ObjectStore()
         workloads, pod_groups = gang_resources("")
@@ -511,6 +513,7 @@ class WatchCache:
             _Reflector(self, RESOURCE_CLAIMS, "", self.claims, optional=True),
             _Reflector(self, DEVICE_CLASSES, "", self.classes, optional=True),
             _Reflector(self, CLAIM_TEMPLATES, "", self.templates, optional=True),
+            _Reflector(self, DEVICE_TAINT_RULES, "", self.taint_rules, optional=True),
             _Reflector(self, workloads, "", self.gang_workloads, optional=True, discovered=0),
             _Reflector(self, pod_groups, "", self.pod_groups, optional=True, discovered=1),
         )
@@ -604,7 +607,7 @@ class WatchCache:
             nodes=nodes, node_rows=node_rows, pods=found.pods, events=found.events,
             resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
             dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
-                 *self.slices.view()],
+                 *self.slices.view(), *self.taint_rules.view()],
             gangs=gangs,
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
             read_at=rfc3339(datetime.now(UTC)),

@@ -192,8 +192,9 @@ def explain_dra_no_device(subject: Subject, dropped: Dropped) -> Finding:
 
 def explain_dra_device_unfit(subject: Subject, dropped: Dropped) -> Finding:
     failing = _failing(subject, dropped, DEVICE_UNFIT)
-    if failing and all(outcome.tainted for _, outcome in failing):
-        return _explain_tainted(subject, failing)
+    tainted = [(node, outcome) for node, outcome in failing if outcome.tainted]
+    if tainted:  # there the devices match: only a taint keeps the request off them
+        return _explain_tainted(subject, tainted)
     if failing and (shared := explain_capacity_unfit(
             subject, failing, _source(subject, failing[0][1].request))) is not None:
         return shared

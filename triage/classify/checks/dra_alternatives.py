@@ -16,9 +16,12 @@ from triage.verdict import Evidence
 _FITS = len(STAGES)  # ranks above every failing stage
 
 
-def _rank(outcome: RequestOutcome) -> int:
-    return _FITS if outcome.stage is None else (
+def _rank(outcome: RequestOutcome) -> tuple[int, int]:
+    """Further down the funnel ranks higher; at device-unfit, devices that met the selectors
+    (only a taint or the capacity kept them off) rank above devices that did not."""
+    stage = _FITS if outcome.stage is None else (
         STAGES.index(outcome.stage) if outcome.stage in STAGES else -1)
+    return stage, int(bool(outcome.tainted or outcome.capacity))
 
 
 def _short(alternative: Alternative) -> str:
@@ -65,7 +68,7 @@ def _got(node: str, outcome: RequestOutcome) -> str:
         return f"fits on {node}"
     if outcome.stage == NO_DEVICE:
         return "no device of its class on any node left"
-    if outcome.stage == DEVICE_UNFIT and not outcome.capacity:
+    if outcome.stage == DEVICE_UNFIT and not outcome.capacity and not outcome.tainted:
         return "no device meets its selectors on any node left"
     if outcome.stage == EXHAUSTED and outcome.holders and not outcome.capacity:
         held = {d.key for d, _ in outcome.holders}
