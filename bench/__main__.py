@@ -8,6 +8,8 @@ and, measured in this one process and run:
 - warm triage p50 / p99 over every pending pod of the dump (300, 10 kinds), against the bare
   loop: one Python pass over all nodes reading labels, taints vs tolerations, GPU capacity /
   allocatable and the node's summed GPU requests from a precomputed dict;
+- a gang of 1,000 pods (bench/gang.py) added to that snapshot: the triage of one of its pods
+  (the gang judged as a whole), against the bare loop;
 - ``gpuwhy triage NS/POD --snapshot DIR`` end to end in a child process, its peak RSS, against
   the parse floor measured the same way (a fresh process, page cache warm for both; the
   fastest of three alternating runs of each);
@@ -39,6 +41,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.gang import measure_gang
 from bench.generate import PENDING_NAMESPACE, generate, pending_refs
 
 GIB = 1024 ** 3
@@ -133,7 +136,7 @@ def _fresh_snapshot(directory: Path, floor: float, row: Callable[..., None]) -> 
     return snapshot
 
 
-def measure_snapshot(directory: Path, row: Callable[..., None]) -> None:
+def measure_snapshot(directory: Path, row: Callable[..., None], gang: bool = True) -> None:
     from triage.classify import triage
     from triage.refs import parse_ref
 
@@ -155,6 +158,8 @@ def measure_snapshot(directory: Path, row: Callable[..., None]) -> None:
     row(f"warm triage p50 ({len(refs)} pending pods)", percentile(timings, 0.5), floor_loop,
         "× bare loop")
     row("warm triage p99", percentile(timings, 0.99), floor_loop, "× bare loop")
+    if gang:
+        measure_gang(snapshot, str(any_node), floor_seconds, _seconds, row)
 
 
 def _child(command: list[str]) -> tuple[float, int, str]:
@@ -335,7 +340,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "gpuwhy-bench"))
     parser.add_argument("--skip", default="",
-                        help="comma list of: snapshot,cli,startup,watch,cold")
+                        help="comma list of: snapshot,gang,cli,startup,watch,cold")
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     workdir = Path(args.workdir)
@@ -361,7 +366,7 @@ def main() -> int:
         on_disk = sum(f.stat().st_size for f in directory.glob("*.json"))
         print(f"{nodes:,} nodes / {pods:,} pods ({on_disk / GIB:.2f} GiB on disk)")
         if "snapshot" not in skip:
-            measure_snapshot(directory, row)
+            measure_snapshot(directory, row, "gang" not in skip)
         if "cli" not in skip:
             measure_cli(directory, row)
         if "watch" not in skip:

@@ -3,14 +3,15 @@ one node, so a node takes as many as its free GPUs divide into, per resource."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
-def pods_per_node(free: Mapping[str, int], request: Mapping[str, int]) -> int:
-    """Pods asking ``request`` (whole GPUs by resource) that ``free`` holds side by side."""
-    return min((max(free.get(resource, 0), 0) // count
-                for resource, count in request.items() if count > 0), default=0)
+def pods_per_node(free: Sequence[int], asked: Sequence[int]) -> int:
+    """Pods asking ``asked`` GPUs (per resource) that ``free`` (the same resources, in the same
+    order) holds side by side."""
+    return min((max(have, 0) // want for have, want in zip(free, asked, strict=True)
+                if want > 0), default=0)
 
 
 @dataclass(frozen=True)
@@ -38,11 +39,12 @@ class GangPlacement:
         return [name for name, n in self.empty if n > now.get(name, 0)]
 
 
-def place_gang(nodes: Iterable[tuple[str, Mapping[str, int], Mapping[str, int]]],
-               request: Mapping[str, int]) -> GangPlacement:
-    """``nodes``: (name, allocatable, free) of the GPU resources the gang's pods ask."""
+def place_gang(nodes: Iterable[tuple[str, Sequence[int], Sequence[int]]],
+               asked: Sequence[int]) -> GangPlacement:
+    """``nodes``: (name, allocatable, free) of the GPU resources the gang's pods ask, in the
+    order of ``asked``."""
     empty, now = [], []
     for name, allocatable, free in nodes:
-        empty.append((name, pods_per_node(allocatable, request)))
-        now.append((name, pods_per_node(free, request)))
+        empty.append((name, pods_per_node(allocatable, asked)))
+        now.append((name, pods_per_node(free, asked)))
     return GangPlacement(tuple(empty), tuple(now))

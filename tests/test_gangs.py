@@ -129,10 +129,11 @@ def test_gangs_json_round_trips_through_a_dump(tmp_path: Path) -> None:
 
 
 def test_a_node_takes_as_many_gang_pods_as_its_free_gpus_divide_into() -> None:
-    assert pods_per_node({"nvidia.com/gpu": 8}, {"nvidia.com/gpu": 4}) == 2
-    assert pods_per_node({"nvidia.com/gpu": 7}, {"nvidia.com/gpu": 4}) == 1
-    assert pods_per_node({"nvidia.com/gpu": -1}, {"nvidia.com/gpu": 4}) == 0
-    assert pods_per_node({"amd.com/gpu": 8}, {"nvidia.com/gpu": 1, "amd.com/gpu": 1}) == 0
-    placement = place_gang([("a", {"g": 8}, {"g": 4}), ("b", {"g": 8}, {"g": 8})], {"g": 4})
+    assert pods_per_node([8], [4]) == 2
+    assert pods_per_node([7], [4]) == 1
+    assert pods_per_node([-1], [4]) == 0  # over-committed: none
+    assert pods_per_node([0, 8], [1, 1]) == 0  # one resource missing: none
+    assert pods_per_node([8, 3], [2, 1]) == 3
+    placement = place_gang([("a", [8], [4]), ("b", [8], [8])], [4])
     assert (placement.fit_empty, placement.fit_now) == (4, 3)
     assert placement.held_back() == ["a"]

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from triage.objects import K8sObject, is_terminated, object_key
+from triage.objects import K8sObject, object_key
 from triage.snapshot import Snapshot
 
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
@@ -80,14 +80,13 @@ def gang_of(snapshot: Snapshot, pod: Mapping[str, Any]) -> Gang | None:
         return None
     namespace = object_key(pod)[0]
     pod_group = snapshot.gang_object("PodGroup", namespace, name)
-    members = sorted((p for p in snapshot.pod_group_members(namespace, name)
-                      if not is_terminated(p)), key=object_key)
     return Gang(namespace, name, pod_group, min_count(pod_group) if pod_group else 0,
-                tuple(members))
+                tuple(snapshot.pod_group_members(namespace, name)))
 
 
 def gang_pods(snapshot: Snapshot, kind: str, namespace: str, name: str) -> list[K8sObject]:
-    """The pods of a Workload (through its PodGroups) or of a PodGroup named by a ref."""
+    """The non-terminated pods of a Workload (through its PodGroups) or of a PodGroup named by
+    a ref."""
     if snapshot.gang_object(kind, namespace, name) is None:
         return []
     groups = ([name] if kind == "PodGroup" else

@@ -193,6 +193,10 @@ class Snapshot:
         return inventory
 
     @cached_property
+    def _gang_members(self) -> dict[tuple[str, str], list[K8sObject]]:
+        return {}  # filled lazily by ``pod_group_members``
+
+    @cached_property
     def _gangs_by_key(self) -> dict[tuple[str, str, str], K8sObject]:
         return {(g.get("kind", ""), *object_key(g)): g for g in self.gangs}
 
@@ -203,11 +207,17 @@ class Snapshot:
         return self._gangs_by_key.get((kind, namespace, name))
 
     def pod_group_members(self, namespace: str, group: str) -> list[K8sObject]:
-        """The pods whose spec.schedulingGroup names the PodGroup, terminated included (a
-        PodGroup is namespaced, and so are the pods joining it)."""
-        return [pod for pod in self.pods_in(namespace)
-                if (pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
-                == group]
+        """The non-terminated pods whose spec.schedulingGroup names the PodGroup (a PodGroup
+        is namespaced, and so are the pods joining it), by name; found once per snapshot:
+        every pod of a gang asks."""
+        key = (namespace, group)
+        members = self._gang_members.get(key)
+        if members is None:
+            members = self._gang_members[key] = sorted(
+                (pod for pod in self.pods_in(namespace)
+                 if (pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName")
+                 == group and not is_terminated(pod)), key=object_key)
+        return members
 
     def pod_groups_of(self, namespace: str, workload: str) -> list[K8sObject]:
         """The PodGroups made from a Workload's templates."""

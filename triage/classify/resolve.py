@@ -55,8 +55,7 @@ def _gang_verdict(snapshot: Snapshot, config: TriageConfig, ref: PodRef) -> Verd
     """A ref naming a scheduling.k8s.io Workload or PodGroup answers for its gang's worst pod
     (the pods name the PodGroup; nothing owns them but what created them)."""
     for kind in ("Workload", "PodGroup"):
-        pods = [p for p in gang_pods(snapshot, kind, ref.namespace, ref.name)
-                if not is_terminated(p)]
+        pods = gang_pods(snapshot, kind, ref.namespace, ref.name)
         if pods:
             results = [(s, run_pipeline(s)) for s in
                        (pod_subject(snapshot, config, ref, p) for p in pods)]

@@ -16,6 +16,7 @@ from functools import cached_property
 from typing import Any
 
 from scoring.dra import ClaimSet
+from scoring.gang import GangPlacement
 from scoring.hami import HamiNodeFit, HamiRequest
 from scoring.objects import K8sObject
 from scoring.verdict import Evidence, NodeReport
@@ -61,6 +62,7 @@ class Subject:
     dra: ClaimSet | None = None
     # The pod group (scheduling.k8s.io) the pod joins, None when it joins none
     gang: Gang | None = None
+    gang_placement: GangPlacement | None = None  # the gang's view of the nodes, computed once
     # Node outcomes, filled as node filters run: name -> report
     reports: dict[str, NodeReport] = field(default_factory=dict)
     hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once

@@ -36,16 +36,18 @@ def _judged(subject: Subject) -> Gang | None:
 
 
 def _placement(subject: Subject) -> GangPlacement:
-    """The gang's view of the nodes the pod's selector and taints leave."""
-    snapshot = subject.snapshot
-    rows = []
-    for report in subject.reports.values():
-        node = snapshot.node_info(report.name)
-        if node is None or report.outcome in _EXCLUDED:
-            continue
-        rows.append((node.name, {r: node.allocatable.get(r, 0) for r in subject.gpu},
-                     {r: snapshot.free_gpus(node, r) for r in subject.gpu}))
-    return place_gang(rows, subject.gpu)
+    """The gang's view of the nodes the pod's selector and taints leave (worked out once per
+    triage: both gang GPU checks ask)."""
+    if subject.gang_placement is None:
+        node_info, free_gpus = subject.snapshot.node_info, subject.snapshot.free_gpus
+        resources = tuple(subject.gpu)
+        nodes = [node for report in subject.reports.values() if report.outcome not in _EXCLUDED
+                 and (node := node_info(report.name)) is not None]
+        subject.gang_placement = place_gang(
+            ((node.name, [node.allocatable.get(r, 0) for r in resources],
+              [free_gpus(node, r) for r in resources]) for node in nodes),
+            tuple(subject.gpu.values()))
+    return subject.gang_placement
 
 
 def _asks(subject: Subject, gang: Gang) -> str:
@@ -63,6 +65,8 @@ def _show_gang_view(subject: Subject, placement: GangPlacement) -> None:
     """Each node the gang could use says how many of its pods it takes, now and empty."""
     reports = dict(subject.reports)  # a copy: checks may hold the earlier dict
     for (name, empty), (_, now) in zip(placement.empty, placement.now, strict=True):
+        if not empty:
+            continue  # it takes none of the gang's pods even empty: its outcome says why
         report = reports[name]
         gang = f"gang: {now} pod(s) now, {empty} empty"
         reports[name] = NodeReport(name, report.outcome,
