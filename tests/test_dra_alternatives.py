@@ -58,3 +58,18 @@ def test_when_the_first_alternative_has_devices_but_too_few_the_second_is_tried(
     verdict = triage(to_snapshot(lists), parse_ref("infer/fa-none"))
     assert verdict.cause == "exhausted"
     assert "h100 (3 × NVIDIA L4): too-large on dra-l4-1" in verdict.action
+
+
+def test_a_pending_pod_whose_second_alternative_fits_says_which() -> None:
+    lists = load_lists("gang-dra-basics")
+    pod = find(lists["pods"], "fa-second", "infer")
+    claim = next(o for o in lists["dra"] if o["metadata"]["name"] == "fa-second-gpu-xsr9t")
+    claim.pop("status")  # not allocated yet, and the scheduler has not looked
+    pod["spec"].pop("nodeName")
+    pod["status"] = {"phase": "Pending"}
+    lists["events"] = [e for e in lists["events"]
+                       if (e.get("regarding") or e.get("involvedObject") or {}).get("name")
+                       != "fa-second"]
+    verdict = _verdict(lists, "infer/fa-second")
+    assert verdict.cause == "scheduler-unavailable"
+    assert "(firstAvailable: l4 (1 × NVIDIA L4) fits on dra-l4-1)" in verdict.action

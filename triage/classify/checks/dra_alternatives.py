@@ -93,6 +93,14 @@ def with_alternatives(explain: ExplainFn) -> ExplainFn:
     return explained
 
 
+def fitting_alternatives(subject: Subject) -> str:
+    """" (firstAvailable: alternative l4 fits on dra-l4-1)" when a pending request's
+    alternative fits somewhere: said by answers that are not about the devices."""
+    fitting = [f"{asked} {got}" for asked, got in alternatives_lacked(subject)
+               if got.startswith("fits on ")]
+    return f" (firstAvailable: {'; '.join(fitting[:2])})" if fitting else ""
+
+
 def chosen_alternative(result: Mapping[str, Any]) -> str:
     """An allocation result's subrequest ("gpu/l4": the l4 alternative was chosen), "" when
     the request has no alternatives."""

@@ -8,6 +8,7 @@ from decimal import Decimal
 from scoring.quantity import parse_quantity
 from scoring.verdict import Evidence
 from triage.classify.checks.dra import binding_in_progress
+from triage.classify.checks.dra_alternatives import fitting_alternatives
 from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidence
 from triage.config import TriageConfig
 from triage.messages import (
@@ -49,7 +50,7 @@ def explain_other_resources(subject: Subject, dropped: Dropped) -> Finding:
 
 def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding | None:
     """Nodes fit GPU-wise, yet the pod waits: it is gated, or the scheduler names something."""
-    fitting = ", ".join(n.name for n in fit[:3])
+    fitting = ", ".join(n.name for n in fit[:3]) + fitting_alternatives(subject)
     gates = [str(g.get("name", "")) for g in subject.spec.get("schedulingGates") or []]
     if gates:
         return _gated(subject, fitting, gates)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from scoring.objects import is_terminated
 from scoring.verdict import Evidence
+from triage.classify.checks.dra_alternatives import fitting_alternatives
 from triage.classify.subject import Finding, Subject
 from triage.snapshot import Snapshot, parse_rfc3339
 from triage.vocabulary import FIT, Cause
@@ -26,7 +27,8 @@ def check_scheduler_unavailable(subject: Subject) -> Finding | None:
                                  f"{age} s before the cluster was read"),
                         Evidence(f"Pod {subject.label}", "spec.schedulerName", scheduler)])
     return Finding(Cause.SCHEDULER_UNAVAILABLE,
-                   f"GPU-wise {', '.join(fitting[:3]) or 'a node'} fit, but no scheduler has said "
+                   f"GPU-wise {', '.join(fitting[:3]) or 'a node'} fit"
+                   f"{fitting_alternatives(subject)}, but no scheduler has said "
                    f"anything about {subject.label}: spec.schedulerName {scheduler} is not "
                    "running or does not see the pod. Start or fix that scheduler, or correct "
                    "schedulerName.",
