@@ -17,6 +17,10 @@ from triage.objects import K8sObject, object_key
 from triage.snapshot import Snapshot
 
 POD_GROUP_SCHEDULED = "PodGroupScheduled"
+# What kube-scheduler writes on the gang pods it could place when the group as a whole did not
+# fit (recorded on 1.36.2): "pod group is unschedulable, waiting for minCount pods from a gang
+# to be scheduled, one or more plugins asked to wait and no plugin rejected pod".
+GANG_WAIT = "waiting for minCount pods from a gang"
 
 
 @dataclass(frozen=True)

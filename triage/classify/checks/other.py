@@ -11,6 +11,7 @@ from triage.classify.checks.dra import binding_in_progress
 from triage.classify.checks.dra_alternatives import fitting_alternatives
 from triage.classify.subject import Dropped, Finding, Subject, scheduler_evidence
 from triage.config import TriageConfig
+from triage.gangs import GANG_WAIT
 from triage.messages import (
     SCHEDULING_GATED,
     latest_scheduling_failure,
@@ -62,6 +63,11 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
     if message is None:
         action = (f"GPU-wise {fitting} fit and the scheduler has seen the pod, but it has not "
                   "bound it yet. Look at the pod's events for what it waits on.")
+    elif subject.gang is not None and GANG_WAIT in message:
+        action = (f"GPU-wise the whole gang fits now ({subject.gang.label}, minCount "
+                  f"{subject.gang.min_count}; {fitting}): the scheduler gave the group up when "
+                  "it did not fit, and tries it again as the cluster changes. If it stays "
+                  "Pending, look at the other gang pods' events for what else stops them.")
     elif (others := _other_reasons(message, subject.config, _judged(subject))) is None:
         scheduler = subject.spec.get("schedulerName") or "default-scheduler"
         action = (f"GPU-wise {fitting} fit now; the scheduler's last word is only about GPUs, "
