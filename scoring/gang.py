@@ -10,6 +10,8 @@ from dataclasses import dataclass
 def pods_per_node(free: Sequence[int], asked: Sequence[int]) -> int:
     """Pods asking ``asked`` GPUs (per resource) that ``free`` (the same resources, in the same
     order) holds side by side."""
+    if len(asked) == 1:  # the usual case, without a generator
+        return max(free[0], 0) // asked[0] if asked[0] > 0 else 0
     return min((max(have, 0) // want for have, want in zip(free, asked, strict=True)
                 if want > 0), default=0)
 

@@ -63,6 +63,7 @@ from triage.classify.subject import (
     asks_dra,
     asks_gpus,
     asks_hami,
+    in_gang,
     selects_nodes,
 )
 from triage.nodetable import NodeInfo
@@ -100,20 +101,21 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
                    with_alternatives(explain_dra_too_large),
                    applies=asks_dra),
         # a gang: its pods each fit somewhere, but not minCount of them at once, even empty
-        PodCheck(Cause.TOO_LARGE, When.UNBOUND, check_gang_too_large)),
+        PodCheck(Cause.TOO_LARGE, When.UNBOUND, check_gang_too_large, applies=in_gang)),
     Cause.EXHAUSTED: (
         NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted,
                    applies=asks_gpus),
         NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted,
                    with_alternatives(explain_dra_exhausted),
                    applies=asks_dra),
-        PodCheck(Cause.EXHAUSTED, When.UNBOUND, check_gang_exhausted)),
+        PodCheck(Cause.EXHAUSTED, When.UNBOUND, check_gang_exhausted, applies=in_gang)),
     Cause.DEVICE_UNFIT: (
         NodeFilter(Cause.DEVICE_UNFIT, When.UNBOUND, drop_device_unfit, explain_device_unfit,
                    outcome_is_reason=True, applies=asks_hami),),
     Cause.OTHER_CONSTRAINT: (
         # an incomplete gang: the scheduler waits, silently, for the rest of its pods
-        PodCheck(Cause.OTHER_CONSTRAINT, When.UNBOUND, check_gang_incomplete),
+        PodCheck(Cause.OTHER_CONSTRAINT, When.UNBOUND, check_gang_incomplete,
+                 applies=in_gang),
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_dra_other, explain_dra_other,
                    applies=asks_dra),
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_other_resources,
@@ -145,7 +147,8 @@ def run_pipeline(subject: Subject, pipeline: Sequence[Check] = PIPELINE) -> Find
     """
     subject.checks = pipeline
     state = subject.state
-    steps = [check for check in pipeline if check.when in state]
+    steps = [check for check in pipeline if check.when in state and (
+        isinstance(check, NodeFilter) or check.applies is None or check.applies(subject))]
     filters = [check for check in steps if isinstance(check, NodeFilter)]
     funnel = _Funnel(subject, filters)
     for check in steps:

@@ -133,6 +133,9 @@ class PodCheck:
     cause: Cause
     when: When
     check: PodCheckFn
+    # Whether the check can hold for this subject at all (None: always). One that cannot is
+    # skipped before the node reports it would read are brought up to date.
+    applies: Callable[[Subject], bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,10 @@ def asks_hami(subject: Subject) -> bool:
 
 def asks_dra(subject: Subject) -> bool:
     return subject.dra is not None
+
+
+def in_gang(subject: Subject) -> bool:
+    return subject.gang is not None
 
 
 def selects_nodes(subject: Subject) -> bool:

@@ -22,7 +22,9 @@ from triage.pods import pod_name
 from triage.verdict import Evidence, NodeReport
 from triage.vocabulary import Cause
 
-_EXCLUDED = (Cause.SELECTOR_MISMATCH.value, Cause.TAINT_UNTOLERATED.value)
+_NO_GANG_POD = frozenset(c.value for c in (
+    Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED, Cause.NO_GPU_NODE, Cause.ALLOCATABLE_ZERO,
+    Cause.TOO_LARGE))
 
 
 def _judged(subject: Subject) -> Gang | None:
@@ -40,13 +42,21 @@ def _placement(subject: Subject) -> GangPlacement:
     triage: both gang GPU checks ask)."""
     if subject.gang_placement is None:
         node_info, free_gpus = subject.snapshot.node_info, subject.snapshot.free_gpus
-        resources = tuple(subject.gpu)
-        nodes = [node for report in subject.reports.values() if report.outcome not in _EXCLUDED
-                 and (node := node_info(report.name)) is not None]
-        subject.gang_placement = place_gang(
-            ((node.name, [node.allocatable.get(r, 0) for r in resources],
-              [free_gpus(node, r) for r in resources]) for node in nodes),
-            tuple(subject.gpu.values()))
+        resources = list(subject.gpu)
+        rows = []
+        for report in subject.reports.values():
+            # the per-pod funnel has judged every node up to too-large: a node it dropped by
+            # then takes no pod of the gang, even empty
+            if report.outcome in _NO_GANG_POD or (node := node_info(report.name)) is None:
+                continue
+            allocatable = node.allocatable
+            if len(resources) == 1:  # the usual case, without a loop per node
+                rows.append((node.name, [allocatable.get(resources[0], 0)],
+                             [free_gpus(node, resources[0])]))
+            else:
+                rows.append((node.name, [allocatable.get(r, 0) for r in resources],
+                             [free_gpus(node, r) for r in resources]))
+        subject.gang_placement = place_gang(rows, list(subject.gpu.values()))
     return subject.gang_placement
 
 
