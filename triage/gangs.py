@@ -41,9 +41,13 @@ class Gang:
                    .get("workloadName") or "")
 
     @property
+    def object_label(self) -> str:
+        return f"PodGroup {self.namespace}/{self.name}"
+
+    @property
     def label(self) -> str:
         workload = f" (Workload {self.workload})" if self.workload else ""
-        return f"PodGroup {self.namespace}/{self.name}{workload}"
+        return f"{self.object_label}{workload}"
 
     @property
     def bound(self) -> list[K8sObject]:

@@ -85,12 +85,12 @@ def _show_gang_view(subject: Subject, placement: GangPlacement) -> None:
 
 
 def _evidence(subject: Subject, gang: Gang) -> list[Evidence]:
-    found = [Evidence(gang.label.split(" (", 1)[0], "spec.schedulingPolicy.gang.minCount",
+    found = [Evidence(gang.object_label, "spec.schedulingPolicy.gang.minCount",
                       str(gang.min_count)),
              Evidence(f"Pod {subject.label}", "spec.schedulingGroup.podGroupName", gang.name)]
     condition = gang.scheduled_condition
     if condition is not None:
-        found.append(Evidence(gang.label.split(" (", 1)[0], "status.conditions[PodGroupScheduled]",
+        found.append(Evidence(gang.object_label, "status.conditions[PodGroupScheduled]",
                               " ".join(str(condition.get(k)) for k in ("status", "reason")
                                        if condition.get(k))
                               + (f": {condition['message']}" if condition.get("message")
