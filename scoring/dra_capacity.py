@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
-from triage.objects import K8sObject, object_key
-from triage.quantity import QuantityError, parse_quantity
-from triage.verdict import Device
+from scoring.objects import K8sObject, object_key
+from scoring.quantity import QuantityError, parse_quantity
+from scoring.verdict import Device
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device (as allocation results name it)
 _ZERO = Decimal(0)

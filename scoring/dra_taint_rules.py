@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from triage.objects import K8sObject, object_key
+from scoring.objects import K8sObject, object_key
 
 RULE_KIND = "DeviceTaintRule"
 # On a taint a rule added, the rule's name: the answer names where the taint comes from.

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from scoring.dra_capacity import RequestPolicy, Share, judge, quantity_text
+from scoring.quantity import parse_quantity
 from tests.conftest import load_lists
 from triage.classify import triage
-from triage.quantity import parse_quantity
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
 

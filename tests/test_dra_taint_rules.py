@@ -7,7 +7,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from bot.sources import LiveSource
+from bot.clusters.sources import LiveSource
 from scoring.dra_taint_rules import with_rule_taints
 from tests.cluster.conftest import eventually, ref_of, watch_source
 from tests.conftest import SCENARIOS, find, load_lists

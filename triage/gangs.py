@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from triage.objects import K8sObject, object_key
+from scoring.objects import K8sObject, object_key
 from triage.snapshot import Snapshot
 
 POD_GROUP_SCHEDULED = "PodGroupScheduled"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sources import LiveSource, SnapshotSource, WatchSource
+from bot.clusters.sources import LiveSource, SnapshotSource, WatchSource
 from tests.cluster.conftest import eventually, ref_of, watch_source
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 

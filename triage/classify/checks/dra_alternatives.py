@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.dra import DEVICE_UNFIT, EXHAUSTED, NO_DEVICE, STAGES, Alternative, RequestOutcome
+from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, ExplainFn, Finding, Subject
-from triage.verdict import Evidence
 
 _FITS = len(STAGES)  # ranks above every failing stage
 

@@ -10,9 +10,9 @@ from decimal import Decimal
 
 from scoring.dra import RequestOutcome, SliceDevice
 from scoring.dra_capacity import LACKS, REFUSED, TOO_SMALL, USED_UP, CapacityFit, quantity_text
+from scoring.verdict import Evidence
 from triage.classify.subject import Finding, Subject
 from triage.nodetable import NodeInfo
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 Failing = list[tuple[NodeInfo, RequestOutcome]]

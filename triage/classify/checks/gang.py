@@ -13,13 +13,13 @@ rest to be created). GPU causes come first: these run after the per-pod GPU filt
 from __future__ import annotations
 
 from scoring.gang import GangPlacement, place_gang
+from scoring.objects import K8sObject, object_key
+from scoring.verdict import Evidence, NodeReport
 from triage import admission
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Finding, Subject, scheduler_evidence
 from triage.gangs import Gang
-from triage.objects import K8sObject, object_key
 from triage.pods import pod_name
-from triage.verdict import Evidence, NodeReport
 from triage.vocabulary import Cause
 
 _NO_GANG_POD = frozenset(c.value for c in (
