@@ -9,7 +9,7 @@ from typing import Any
 
 from bot.clusters.sources import LiveSource
 from scoring.dra_taint_rules import with_rule_taints
-from tests.cluster.conftest import eventually, ref_of, watch_source
+from tests.cluster.conftest import eventually, ready_cache, ref_of
 from tests.conftest import SCENARIOS, find, load_lists
 from tests.kubeapi import FakeKubeAPI
 from triage.classify import triage
@@ -84,9 +84,7 @@ def test_rules_are_read_live_and_followed_by_the_cache(tmp_path: Path) -> None:
     with FakeKubeAPI(SCENARIOS / "gang-dra-basics", bookmark_interval=0.05) as api:
         api.delete("ResourceClaim", "infer", "embed-batch-gpu-txh2n")
         api.delete("Pod", "infer", "embed-batch")
-        cache = watch_source(api, tmp_path).start()
-        try:
-            assert cache.wait_ready(5)
+        with ready_cache(api, tmp_path) as cache:
             live = LiveSource(kubeconfig=str(api.kubeconfig(tmp_path / "kubeconfig")))
             assert live.triage(ref_of("infer/fa-none")).cause != "device-unfit"
             api.apply(_rule("excl-maintenance", {"pool": "dra-excl-1"}))
@@ -94,8 +92,6 @@ def test_rules_are_read_live_and_followed_by_the_cache(tmp_path: Path) -> None:
             assert live.triage(ref_of("infer/fa-none")).cause == "device-unfit"
             assert RULES_PATH in {r.path for r in api.requests[before:]}
             eventually(lambda: cache.triage(ref_of("infer/fa-none")).cause == "device-unfit")
-        finally:
-            cache.stop()
 
 
 def test_a_cluster_not_serving_rules_is_read_without_them(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,18 @@ def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "the cache did not catch up"
         time.sleep(0.01)
+
+
+@contextmanager
+def ready_cache(server: FakeKubeAPI, tmp_path: Path, timeout: float = 5.0,
+                **options: object) -> Iterator[WatchSource]:
+    """A started watch cache over the server, ready (its first lists made), stopped after."""
+    source = watch_source(server, tmp_path, **options).start()
+    try:
+        assert source.wait_ready(timeout)
+        yield source
+    finally:
+        source.stop()
 
 
 def watch_source(server: FakeKubeAPI, tmp_path: Path, **options: object) -> WatchSource:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.clusters.sources import LiveSource, SnapshotSource, WatchSource
-from tests.cluster.conftest import eventually, ref_of, watch_source
+from tests.cluster.conftest import eventually, ready_cache, ref_of, watch_source
 from tests.cluster.test_read import FINISHED_REMARK
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 from triage.errors import ClusterError
@@ -36,10 +36,8 @@ def api() -> Iterator[FakeKubeAPI]:
 
 @pytest.fixture
 def cache(api: FakeKubeAPI, tmp_path: Path) -> Iterator[WatchSource]:
-    source = watch_source(api, tmp_path).start()
-    assert source.wait_ready(5)
-    yield source
-    source.stop()
+    with ready_cache(api, tmp_path) as source:
+        yield source
 
 
 def test_a_dra_pod_reads_the_four_kinds_cold(api: FakeKubeAPI, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.clusters.sources import LiveSource, SnapshotSource, WatchSource
-from tests.cluster.conftest import eventually, ref_of, watch_source
+from tests.cluster.conftest import eventually, ready_cache, ref_of
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 
 GANGS = Path(__file__).parents[1] / "fixtures" / "scenarios" / "gang-dra-basics"
@@ -31,10 +31,8 @@ def api() -> Iterator[FakeKubeAPI]:
 
 @pytest.fixture
 def cache(api: FakeKubeAPI, tmp_path: Path) -> Iterator[WatchSource]:
-    source = watch_source(api, tmp_path).start()
-    assert source.wait_ready(5)
-    yield source
-    source.stop()
+    with ready_cache(api, tmp_path) as source:
+        yield source
 
 
 def test_a_gang_pod_reads_the_namespaces_workloads_and_pod_groups_cold(
@@ -69,13 +67,9 @@ def test_a_cluster_without_the_group_is_read_without_a_gang_list(tmp_path: Path)
         verdict = live.triage(ref_of("train/llama-pretrain-0"))
         assert _gang_reads(server, before) == ["/apis/scheduling.k8s.io"]  # discovery: 404
         assert verdict.error is None
-        watch = watch_source(server, tmp_path).start()
-        try:
-            assert watch.wait_ready(5)
+        with ready_cache(server, tmp_path) as watch:
             assert watch.triage(ref_of("train/llama-pretrain-0")).to_dict() == verdict.to_dict()
             assert [r.path for r in server.requests if "scheduling.k8s.io/" in r.path] == []
-        finally:
-            watch.stop()
     # judged pod by pod, as a dump without gangs.json judges it
     no_gangs = tmp_path / "dump"
     no_gangs.mkdir()

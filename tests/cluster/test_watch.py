@@ -14,7 +14,7 @@ import pytest
 
 from bot.clusters.sources import LiveSource, WatchSource
 from scoring.objects import is_terminated, object_key
-from tests.cluster.conftest import eventually, ref_of, watch_source
+from tests.cluster.conftest import eventually, ready_cache, ref_of, watch_source
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
 from triage.cluster import IndexedSnapshot, read_snapshot
 from triage.cluster.watch import _PodStore
@@ -38,10 +38,8 @@ def api() -> Iterator[FakeKubeAPI]:
 
 @pytest.fixture
 def cache(api: FakeKubeAPI, tmp_path: Path) -> Iterator[WatchSource]:
-    source = watch_source(api, tmp_path).start()
-    assert source.wait_ready(5)
-    yield source
-    source.stop()
+    with ready_cache(api, tmp_path) as source:
+        yield source
 
 
 def gpus_requested(source: WatchSource, node: str) -> Decimal:

@@ -48,7 +48,7 @@ def explain_capacity_unfit(subject: Subject, failing: Failing, source: str) -> F
         return None
     first = failing[0][1]
     per_device = "; ".join(f"{node.name}/{device.name}: {fit.detail}"
-                           + ("" if fit.failure == LACKS else _free_note(fit, device))
+                           + ("" if fit.failure == LACKS else _free_note(fit))
                            for node, device, fit in judged[:4])
     return Finding(Cause.DEVICE_UNFIT,
                    f"{source} asks {_asked(first)} of a shared device, and no device it could "
@@ -61,7 +61,7 @@ def explain_capacity_unfit(subject: Subject, failing: Failing, source: str) -> F
                       for _, device, fit in judged[:4]])
 
 
-def _free_note(fit: CapacityFit, device: SliceDevice) -> str:
+def _free_note(fit: CapacityFit) -> str:
     used = sum(fit.used.values(), Decimal(0))
     return (" (it is free: nothing consumed)" if not used
             else f" ({', '.join(s.claim for s in fit.shares)} share it)")
@@ -79,8 +79,8 @@ def explain_capacity_too_large(subject: Subject, failing: Failing,
                     for node, device, fit in judged), reverse=True)
     largest = sizes[0][0]
     biggest = ", ".join(where for size, where in sizes if size == largest)
-    others = ", ".join(f"{where} {quantity_text(size)}" for size, where in sizes
-                       if size != largest)
+    smaller = [f"{where} {quantity_text(size)}" for size, where in sizes if size != largest]
+    others = ", ".join(smaller[:4]) + (f" +{len(smaller) - 4} more" if len(smaller) > 4 else "")
     return Finding(Cause.TOO_LARGE,
                    f"{source} asks {_asked(first)} of one device; the largest {name} capacity "
                    f"of a device it could use is {quantity_text(largest)} ({biggest}"
