@@ -136,3 +136,49 @@ def test_a_node_takes_as_many_gang_pods_as_its_free_gpus_divide_into() -> None:
     placement = place_gang([("a", [8], [4]), ("b", [8], [8])], [4])
     assert (placement.fit_empty, placement.fit_now) == (4, 3)
     assert placement.held_back() == ["a"]
+
+
+def test_a_jobs_failed_create_is_what_keeps_the_rest_from_being_created(
+        gangs: Lists, to_snapshot: ToSnapshot) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "llama-pretrain", "namespace": "train", "uid": "job-uid"},
+           "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed",
+                    "template": {"spec": {"containers": []}}}}
+    gangs["workloads"].append(job)
+    workload = find(gangs["gangs"], "llama-pretrain", "train")
+    workload["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "llama-pretrain", "uid": "job-uid",
+         "controller": True}]
+    refused = ('Error creating: pods "llama-pretrain-3" is forbidden: exceeded quota: gpus, '
+               "requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=24, "
+               "limited: requests.nvidia.com/gpu=24")
+    gangs["events"].append({
+        "apiVersion": "v1", "kind": "Event", "reason": "FailedCreate", "type": "Warning",
+        "metadata": {"name": "llama-pretrain.1", "namespace": "train"},
+        "involvedObject": {"kind": "Job", "namespace": "train", "name": "llama-pretrain",
+                           "uid": "job-uid"},
+        "message": refused, "lastTimestamp": "2026-12-01T20:50:00Z"})
+    verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
+    assert verdict.cause == "other-constraint"
+    assert f"Job train/llama-pretrain cannot create them: {refused}" in verdict.action
+    assert any(e.object == "Job train/llama-pretrain" and e.field == "event FailedCreate"
+               for e in verdict.evidence)
+
+
+def test_a_ref_naming_the_job_answers_for_its_gang(gangs: Lists,
+                                                   to_snapshot: ToSnapshot) -> None:
+    gangs["workloads"].append({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "moe-train", "namespace": "train", "uid": "moe-job"},
+        "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed",
+                 "template": {"spec": {"containers": []}}}})
+    for index in range(4):
+        pod = find(gangs["pods"], f"moe-train-{index}", "train")
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
+                                               "name": "moe-train", "uid": "moe-job",
+                                               "controller": True}]
+    gangs["gangs"] = [g for g in gangs["gangs"] if g["kind"] != "Workload"
+                      or g["metadata"]["name"] != "moe-train"]  # the Job's name only
+    verdict = _triage(to_snapshot(gangs), "train/moe-train")
+    assert (verdict.kind, verdict.cause, verdict.pods_total) == ("Job", "exhausted", 4)
+    assert "3 of 4 gang pods fit now" in verdict.action
