@@ -149,3 +149,11 @@ def test_an_unreadable_policy_is_no_policy() -> None:
     assert RequestPolicy.parse("ten") is None
     device = _device(memory={"value": "80Gi", "requestPolicy": "ten"})
     assert judge(device, "gpu.nvidia.com", {"memory": 35 * GI}, []).consumed["memory"] == 35 * GI
+
+
+def test_a_bound_pod_says_what_its_claim_consumes_of_the_shared_device(
+        shared: Lists, to_snapshot: ToSnapshot) -> None:
+    verdict = _triage(shared, to_snapshot, "infer/chat-b")
+    assert verdict.cause == "scheduled"
+    assert any("consumed memory 40Gi of gpu-0 (asked memory 35Gi), shared with "
+               "infer/chat-a-gpu-rxw97" in e.value for e in verdict.evidence)

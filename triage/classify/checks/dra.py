@@ -37,6 +37,7 @@ from triage.classify.checks.dra_shared import (
     explain_capacity_exhausted,
     explain_capacity_too_large,
     explain_capacity_unfit,
+    shared_allocation_note,
 )
 from triage.classify.subject import Dropped, Finding, NodeFilterFn, Subject, scheduler_evidence
 from triage.nodetable import NodeInfo
@@ -154,7 +155,8 @@ def allocation_evidence(subject: Subject) -> list[Evidence]:
         evidence.append(Evidence(claim.source, "status.allocation / status.reservedFor",
                                  f"{devices} on {nodes}; reserved for {reserved}"
                                  + (f"; firstAvailable alternative {chosen} chosen"
-                                    if chosen else "")))
+                                    if chosen else "")
+                                 + shared_allocation_note(subject, claim)))
     return evidence
 
 

@@ -6,10 +6,19 @@ DRA checks hand their failing nodes here when capacity decided them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal
 
-from scoring.dra import RequestOutcome, SliceDevice
-from scoring.dra_capacity import LACKS, REFUSED, TOO_SMALL, USED_UP, CapacityFit, quantity_text
+from scoring.dra import PodClaim, RequestOutcome, SliceDevice
+from scoring.dra_capacity import (
+    LACKS,
+    REFUSED,
+    TOO_SMALL,
+    USED_UP,
+    CapacityFit,
+    amount,
+    quantity_text,
+)
 from scoring.verdict import Evidence
 from triage.classify.subject import Finding, Subject
 from triage.nodetable import NodeInfo
@@ -115,3 +124,28 @@ def explain_capacity_exhausted(subject: Subject, failing: Failing,
                    f"{source} asks {_asked(first)} of a shared device: {'; '.join(parts)}. Wait "
                    "for a sharing claim to be released, ask for less, or add devices.",
                    evidence[:6])
+
+
+def shared_allocation_note(subject: Subject, claim: PodClaim) -> str:
+    """What an allocated claim consumes of shared devices, and who shares them: "; consumed
+    memory 40Gi of gpu-0 (asked 35Gi), shared with infer/chat-a-gpu-rxw97"."""
+    assert subject.dra is not None
+    status = (claim.claim or {}).get("status") or {}
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    asked = ", ".join(f"{name} {quantity_text(value)}" for request in claim.requests
+                      for alternative in request.alternatives
+                      for name, value in alternative.capacity)
+    notes = []
+    for result in results:
+        if not isinstance(result, Mapping) or "consumedCapacity" not in result:
+            continue
+        key = (str(result.get("driver", "")), str(result.get("pool", "")),
+               str(result.get("device", "")))
+        consumed = ", ".join(f"{name} {quantity_text(value)}" for name, raw in
+                             (result.get("consumedCapacity") or {}).items()
+                             if (value := amount(raw)) is not None)
+        others = [s.claim for s in subject.dra.inventory.shared_usage.shares(key)
+                  if s.claim != claim.label]
+        notes.append(f"consumed {consumed} of {key[2]}" + (f" (asked {asked})" if asked else "")
+                     + (f", shared with {', '.join(others)}" if others else ""))
+    return "".join(f"; {note}" for note in notes)
