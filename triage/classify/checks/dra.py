@@ -28,8 +28,8 @@ from scoring.dra import (
     RequestOutcome,
     SliceDevice,
     allocated_node_names,
-    binding,
 )
+from scoring.dra_binding import binding
 from scoring.nodes import labels
 from scoring.verdict import Evidence
 from triage.classify.checks.dra_alternatives import chosen_alternative
