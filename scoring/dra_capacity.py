@@ -188,7 +188,7 @@ def judge(device: Mapping[str, Any], driver: str, asked: Mapping[str, Decimal],
     for name, wanted in asked.items():
         capacity = _named(capacities, name, driver)
         if capacity is None:
-            return CapacityFit(LACKS, f"has no capacity {name}")
+            return CapacityFit(LACKS, f"publishes no (readable) capacity {name}")
         named[capacity.name] = (capacity, wanted)
     totals = {c.name: c.total for c in capacities.values()}
     for capacity, wanted in named.values():

@@ -86,7 +86,7 @@ def test_a_device_without_the_capacity_asked_is_skipped(shared: Lists,
         "cores": "10"}
     verdict = _triage(shared, to_snapshot, "infer/odd-slice")
     assert verdict.cause == "device-unfit"
-    assert "has no capacity cores" in verdict.action
+    assert "publishes no (readable) capacity cores" in verdict.action
 
 
 def test_show_devices_gives_capacity_used_and_the_sharing_claims(
@@ -157,3 +157,12 @@ def test_a_bound_pod_says_what_its_claim_consumes_of_the_shared_device(
     assert verdict.cause == "scheduled"
     assert any("consumed memory 40Gi of gpu-0 (asked memory 35Gi), shared with "
                "infer/chat-a-gpu-rxw97" in e.value for e in verdict.evidence)
+
+
+def test_an_unreadable_capacity_is_said_not_guessed(shared: Lists,
+                                                    to_snapshot: ToSnapshot) -> None:
+    published = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    published["spec"]["devices"][0]["capacity"]["memory"]["value"] = "lots"
+    verdict = _triage(shared, to_snapshot, "infer/chat-c")
+    assert verdict.cause == "device-unfit"
+    assert "publishes no (readable) capacity memory" in verdict.action

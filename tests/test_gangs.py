@@ -13,7 +13,7 @@ from scoring.gang import place_gang, pods_per_node
 from tests.conftest import SCENARIOS, find, load_lists
 from triage.classify import triage
 from triage.refs import parse_ref
-from triage.snapshot import Snapshot
+from triage.snapshot import Snapshot, SnapshotError
 
 Lists = dict[str, list[dict[str, Any]]]
 ToSnapshot = Callable[[Lists], Snapshot]
@@ -182,3 +182,21 @@ def test_a_ref_naming_the_job_answers_for_its_gang(gangs: Lists,
     verdict = _triage(to_snapshot(gangs), "train/moe-train")
     assert (verdict.kind, verdict.cause, verdict.pods_total) == ("Job", "exhausted", 4)
     assert "3 of 4 gang pods fit now" in verdict.action
+
+
+@pytest.mark.parametrize("policy", [{"gang": {"minCount": "four"}}, {"gang": "4"}, {},
+                                    {"gang": {"minCount": -3}}])
+def test_an_unreadable_gang_policy_is_no_gang(gangs: Lists, to_snapshot: ToSnapshot,
+                                              policy: dict[str, Any]) -> None:
+    find(gangs["gangs"], "llama-pretrain-workers", "train")["spec"]["schedulingPolicy"] = policy
+    verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
+    assert "minCount" not in verdict.action
+
+
+def test_a_broken_gangs_json_is_named(tmp_path: Path) -> None:
+    for item in (SCENARIOS / "gang-dra-basics").iterdir():
+        (tmp_path / item.name).write_bytes(item.read_bytes())
+    (tmp_path / "gangs.json").write_text('{"kind": "List", "items": [')
+    with pytest.raises(SnapshotError) as broken:
+        Snapshot.from_dir(tmp_path)
+    assert "gangs.json" in str(broken.value) and "\n" not in str(broken.value)
