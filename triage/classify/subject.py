@@ -69,7 +69,7 @@ class Subject:
     # The checks this subject runs through, in order (set by the pipeline).
     checks: Sequence[Check] = ()
     _requests: dict[str, Decimal] = field(default_factory=dict)  # effective, by resource
-    # drop_selector's answers for a nodeSelector alone, by the node's values of its keys
+    # drop_selector's answers when labels alone decide, by the node's values of those keys
     selector_drops: dict[tuple[str | None, ...], str | None] = field(default_factory=dict)
 
     def request(self, resource: str) -> Decimal:
@@ -98,6 +98,20 @@ class Subject:
         terms: list[Any] | None = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
                                    or {}).get("nodeSelectorTerms")
         return terms
+
+    @cached_property
+    def selector_keys(self) -> tuple[str, ...] | None:
+        """The node labels nodeSelector and required node affinity read, when labels alone
+        decide (None when a term also matches fields, such as metadata.name)."""
+        keys = list(self.spec.get("nodeSelector") or {})
+        for term in self.affinity_terms or []:
+            if not isinstance(term, dict) or term.get("matchFields"):
+                return None
+            for expression in term.get("matchExpressions") or []:
+                if not isinstance(expression, dict):
+                    return None
+                keys.append(str(expression.get("key", "")))
+        return tuple(dict.fromkeys(keys))
 
     @cached_property
     def selects_nodes(self) -> bool:

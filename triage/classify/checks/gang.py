@@ -74,11 +74,13 @@ def _names(nodes: list[tuple[str, int]]) -> str:
 def _show_gang_view(subject: Subject, placement: GangPlacement) -> None:
     """Each node the gang could use says how many of its pods it takes, now and empty."""
     reports = dict(subject.reports)  # a copy: checks may hold the earlier dict
+    texts: dict[tuple[int, int], str] = {}  # few distinct counts on thousands of nodes
     for (name, empty), (_, now) in zip(placement.empty, placement.now, strict=True):
         if not empty:
             continue  # it takes none of the gang's pods even empty: its outcome says why
         report = reports[name]
-        gang = f"gang: {now} pod(s) now, {empty} empty"
+        gang = texts.get((now, empty)) or texts.setdefault(
+            (now, empty), f"gang: {now} pod(s) now, {empty} empty")
         reports[name] = NodeReport(name, report.outcome,
                                    f"{report.detail}; {gang}" if report.detail else gang)
     subject.reports = reports

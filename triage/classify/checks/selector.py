@@ -15,10 +15,11 @@ from triage.vocabulary import Cause
 def drop_selector(subject: Subject, node: NodeInfo) -> str | None:
     if not subject.selects_nodes:
         return None
-    if subject.affinity_terms is None:
-        # nodeSelector alone: the answer depends only on the node's values of its keys
+    keys = subject.selector_keys
+    if keys is not None:
+        # labels alone decide: the answer depends only on the node's values of those keys
         labels = node.labels
-        values = tuple([labels.get(key) for key in subject.spec["nodeSelector"]])
+        values = tuple([labels.get(key) for key in keys])
         drops = subject.selector_drops
         if values not in drops:
             drops[values] = _unmatched(selector_mismatches(subject.spec, node.raw))
