@@ -11,7 +11,7 @@ import pytest
 
 from scoring.dra_capacity import RequestPolicy, Share, judge, quantity_text
 from scoring.quantity import parse_quantity
-from tests.conftest import load_lists
+from tests.conftest import find, load_lists
 from triage.classify import triage
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
@@ -166,3 +166,19 @@ def test_an_unreadable_capacity_is_said_not_guessed(shared: Lists,
     verdict = _triage(shared, to_snapshot, "infer/chat-c")
     assert verdict.cause == "device-unfit"
     assert "publishes no (readable) capacity memory" in verdict.action
+
+
+def test_devices_refusing_the_amount_explain_it_over_devices_not_selected(
+        shared: Lists, to_snapshot: ToSnapshot) -> None:
+    find(shared["pods"], "odd-slice", "infer")["spec"].pop("nodeSelector")
+    claim = _dra(shared, "ResourceClaim", "odd-slice-gpu-mhz8m")
+    claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"] = [{"cel": {
+        "expression": 'device.attributes["gpu.nvidia.com"].productName == '
+                      '"NVIDIA A100-SXM4-80GB"'}}]
+    one = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    one["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"] = {
+        "default": "20Gi", "validValues": ["10Gi", "20Gi", "40Gi"]}
+    verdict = _triage(shared, to_snapshot, "infer/odd-slice")
+    assert verdict.cause == "device-unfit"  # L4s and 40GB A100s: not selected; 80GB: refused
+    assert "admits nothing as large as 60Gi" in verdict.action
+    assert "dra-share-1/gpu-0" in verdict.action and "dra-share-2/gpu-0" in verdict.action

@@ -51,11 +51,12 @@ def _evidence(source: str, outcome: RequestOutcome) -> Evidence:
 
 
 def explain_capacity_unfit(subject: Subject, failing: Failing, source: str) -> Finding | None:
-    """Every device left lacks the capacity asked or its policy refuses the amount."""
+    """The devices that meet the selectors lack the capacity asked or their policy refuses
+    the amount (on nodes where none meets the selectors, those came less far)."""
     judged = _judged(failing, (LACKS, REFUSED))
-    if not judged or any(not o.capacity for _, o in failing):
+    if not judged:
         return None
-    first = failing[0][1]
+    first = next(o for _, o in failing if o.capacity)
     per_device = "; ".join(f"{node.name}/{device.name}: {fit.detail}"
                            + ("" if fit.failure == LACKS else _free_note(fit))
                            for node, device, fit in judged[:4])
