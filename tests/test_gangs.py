@@ -37,6 +37,11 @@ def test_an_exhausted_gang_says_how_many_fit_now_and_who_holds_the_rest(
         assert "gang-h100-b4 has 4/8 nvidia.com/gpu held by research/eval-4g" in verdict.action
         assert any(e.field == "spec.schedulingPolicy.gang.minCount" and e.value == "4"
                    for e in verdict.evidence)
+    # moe-train-2 got the ordinary filter message, counted with the other gang pods assumed
+    assert ('The scheduler\'s "4 Insufficient nvidia.com/gpu" counts the nodes the other pods '
+            "of moe-train-workers were placed on") in verdict.action
+    first = _triage(to_snapshot(gangs), "train/moe-train-0")
+    assert "counts the nodes" not in first.action  # it was told "waiting for minCount"
     details = {n.name: n.detail for n in verdict.nodes}
     assert "gang: 1 pod(s) now, 1 empty" in details["gang-h100-b1"]
     assert "gang: 0 pod(s) now, 1 empty" in details["gang-h100-b4"]

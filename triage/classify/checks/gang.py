@@ -19,6 +19,7 @@ from triage import admission
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Finding, Subject, scheduler_evidence
 from triage.gangs import Gang
+from triage.messages import latest_scheduling_failure, parse_failed_scheduling
 from triage.pods import pod_name
 from triage.vocabulary import Cause
 
@@ -155,7 +156,19 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
                    f"{'; '.join(held) or 'the other nodes are held'}. With every GPU free the "
                    f"nodes would hold {placement.fit_empty}. Wait for them to finish, or add "
                    f"capacity: the scheduler binds none of the gang until {gang.min_count} fit."
-                   + _incomplete_note(gang), evidence)
+                   + _assumed_note(subject, gang) + _incomplete_note(gang), evidence)
+
+
+def _assumed_note(subject: Subject, gang: Gang) -> str:
+    """The one gang pod the group cycle could not place gets an ordinary filter message, whose
+    counts include the nodes the other gang pods were tried on: they hold nothing now."""
+    message = latest_scheduling_failure(subject.pod or {}, subject.events)
+    short = [r for r in (parse_failed_scheduling(message).reasons if message else ())
+             if r.kind.partition(":")[2] in subject.gpu]
+    if not short:
+        return ""
+    return (f" (The scheduler's \"{short[0].count} {short[0].text}\" counts the nodes the other "
+            f"pods of {gang.name} were placed on in the same try: they hold nothing now.)")
 
 
 def _incomplete_note(gang: Gang) -> str:
