@@ -71,7 +71,7 @@ def test_everything_passes(setup: list[str], api: FakeKubeAPI, slack: FakeSlack,
     code, checks, verdict = doctor(setup, capsys)
     assert (code, verdict, failed(checks)) == (0, "gpuwhy doctor: all 5 checks passed", [])
     assert checks["cluster"] == f"ok    cluster  {api.url}: Kubernetes v1.36.2"
-    assert checks["access"] == ("ok    access   all 42 reads allowed (get, list, watch on 14 "
+    assert checks["access"] == ("ok    access   all 51 reads allowed (get, list, watch on 17 "
                                 "resources)")
     assert "HTTP mode: SLACK_SIGNING_SECRET is set" in checks["slack"]
     assert checks["store"] == f"ok    store    {setup[-1]} at {HEAD} (the newest)"
@@ -83,6 +83,9 @@ def test_everything_passes(setup: list[str], api: FakeKubeAPI, slack: FakeSlack,
         assert {("get", "resource.k8s.io", resource, ""), ("list", "resource.k8s.io", resource, ""),
                 ("watch", "resource.k8s.io", resource, "")} <= asked
     assert ("watch", "", "pods", "") in asked and ("list", "apps", "replicasets", "") in asked
+    assert {("watch", "scheduling.k8s.io", "podgroups", ""),
+            ("list", "scheduling.k8s.io", "workloads", ""),
+            ("watch", "resource.k8s.io", "devicetaintrules", "")} <= asked
     assert [call.method for call in slack.calls] == ["auth.test"]
 
 
@@ -93,7 +96,7 @@ def test_denied_permissions_are_named(setup: list[str], api: FakeKubeAPI,
     code, checks, verdict = doctor(setup, capsys)
     assert (code, failed(checks)) == (1, ["access"])
     assert checks["access"] == (
-        "FAIL  access   2 of 42 reads are not allowed: watch pods, list "
+        "FAIL  access   2 of 51 reads are not allowed: watch pods, list "
         "resourceslices.resource.k8s.io (deploy/base/rbac.yaml grants them all)")
     assert verdict == "gpuwhy doctor: 1 of 5 checks failed (access)"
 

@@ -30,6 +30,7 @@ from triage.cluster.kubeconfig import load_api_client
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     EVENTS,
     NODES,
     PODS,
@@ -39,6 +40,7 @@ from triage.cluster.reader import (
     RUNTIME_CLASSES,
     WORKLOADS,
     ClusterReader,
+    gang_resources,
 )
 from triage.errors import ClusterError
 
@@ -48,7 +50,8 @@ BOT_SCOPES = ("commands", "chat:write", "channels:history", "groups:history")
 # Everything gpuwhy reads, with every verb the bot uses on it (the watch cache watches nodes
 # and pods; the ClusterRole in deploy/base grants the three verbs on each).
 READ_RESOURCES = (NODES, PODS, EVENTS, QUOTAS, RUNTIME_CLASSES, *WORKLOADS.values(),
-                  DEVICE_CLASSES, RESOURCE_CLAIMS, CLAIM_TEMPLATES, RESOURCE_SLICES)
+                  DEVICE_CLASSES, RESOURCE_CLAIMS, CLAIM_TEMPLATES, RESOURCE_SLICES,
+                  DEVICE_TAINT_RULES, *gang_resources("v1alpha2"))
 READ_VERBS = ("get", "list", "watch")
 
 
