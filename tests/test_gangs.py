@@ -42,6 +42,8 @@ def test_an_exhausted_gang_says_how_many_fit_now_and_who_holds_the_rest(
             "of moe-train-workers were placed on") in verdict.action
     first = _triage(to_snapshot(gangs), "train/moe-train-0")
     assert "counts the nodes" not in first.action  # it was told "waiting for minCount"
+    assert verdict.node_summary.endswith(
+        "; gang moe-train-workers (minCount 4): 3 pods fit now on 3 nodes, 4 with every GPU free")
     details = {n.name: n.detail for n in verdict.nodes}
     assert "gang: 1 pod(s) now, 1 empty" in details["gang-h100-b1"]
     assert "gang: 0 pod(s) now, 1 empty" in details["gang-h100-b4"]

@@ -11,6 +11,7 @@ from scoring.objects import object_key
 from scoring.summary import proposal_summary
 from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from scoring.whole import gfd_devices, whole_gpu_score
+from triage.classify.checks.gang import gang_summary
 from triage.classify.checks.hami import hami_fit
 from triage.classify.subject import Finding, Subject, primary
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
@@ -208,4 +209,4 @@ def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> s
     text = f"{total} node{'s' if total != 1 else ''}: {len(unfit)} not fit"
     text += f" ({breakdown})" if breakdown else ""
     text += f", {len(fit)} fit" + (f" ({shown})" if fit else "")
-    return text
+    return text + gang_summary(subject)

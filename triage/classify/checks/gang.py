@@ -61,6 +61,18 @@ def _placement(subject: Subject) -> GangPlacement:
     return subject.gang_placement
 
 
+def gang_summary(subject: Subject) -> str:
+    """The node summary's gang view, when the gang was judged: "; gang moe-train-workers
+    (minCount 4): 3 pods fit now on 3 nodes, 4 with every GPU free"."""
+    placement, gang = subject.gang_placement, subject.gang
+    if placement is None or gang is None:
+        return ""
+    nodes = len(placement.taking_now())
+    return (f"; gang {gang.name} (minCount {gang.min_count}): {placement.fit_now} pod"
+            f"{'s' if placement.fit_now != 1 else ''} fit now on {nodes} node"
+            f"{'s' if nodes != 1 else ''}, {placement.fit_empty} with every GPU free")
+
+
 def _asks(subject: Subject, gang: Gang) -> str:
     per_pod = " + ".join(f"{n} {r}" for r, n in subject.gpu.items())
     return f"{gang.label} needs {gang.min_count} pods × {per_pod} at once (gang minCount " \
