@@ -700,7 +700,7 @@ class Inventory:
                                if d.key == device.key and f.failure is not None), None)
                 rows.append(shared_device_row(
                     device.raw, self.shared_usage.shares(device.key), failed, code,
-                    Device(uuid=device.name, index=_index(device, position), type=device.product,
+                    Device(uuid=_uuid(device), index=_index(device, position), type=device.product,
                            memory_total=_mib(device.memory), holder_source=DRA_HOLDERS)))
                 continue
             if code is None and holder is not None:

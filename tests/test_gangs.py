@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.cli.bundle import write_bundle
 from scoring.gang import place_gang, pods_per_node
 from tests.conftest import SCENARIOS, find, load_lists
 from triage.classify import triage
@@ -126,7 +127,7 @@ def test_a_ref_naming_the_workload_answers_for_the_gang(
 
 def test_gangs_json_round_trips_through_a_dump(tmp_path: Path) -> None:
     snapshot = Snapshot.from_dir(SCENARIOS / "gang-dra-basics")
-    snapshot.to_dir(tmp_path / "copy")
+    write_bundle(snapshot, tmp_path / "copy")  # what `gpuwhy snapshot` writes
     written = json.loads((tmp_path / "copy" / "gangs.json").read_text())
     assert {(g["kind"], g["metadata"]["name"]) for g in written["items"]} >= {
         ("Workload", "moe-train"), ("PodGroup", "moe-train-workers")}
