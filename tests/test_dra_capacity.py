@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scoring.dra_capacity import RequestPolicy, Share, judge, quantity_text
+from scoring.dra.capacity import RequestPolicy, Share, judge, quantity_text
 from scoring.quantity import parse_quantity
 from tests.conftest import find, load_lists
 from triage.classify import triage

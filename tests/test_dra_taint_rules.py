@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.clusters.sources import LiveSource
-from scoring.dra_taint_rules import with_rule_taints
+from scoring.dra.taint_rules import with_rule_taints
 from tests.cluster.conftest import eventually, ready_cache, ref_of
 from tests.conftest import SCENARIOS, find, load_lists
 from tests.kubeapi import FakeKubeAPI

@@ -29,7 +29,7 @@ from scoring.dra import (
     SliceDevice,
     allocated_node_names,
 )
-from scoring.dra_binding import binding
+from scoring.dra.binding import binding
 from scoring.nodes import labels
 from scoring.verdict import Evidence
 from triage.classify.checks.dra_alternatives import chosen_alternative

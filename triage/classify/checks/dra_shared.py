@@ -1,7 +1,7 @@
 """Answers for DRA requests of consumable capacity (shared devices, DRAConsumableCapacity):
 the request breaks a device's request policy (device-unfit), is larger than any matching
 device's capacity (too-large), or the claims sharing the devices leave too little of it
-(exhausted: name them, and what is left). ``scoring.dra_capacity`` judges each device; the
+(exhausted: name them, and what is left). ``scoring.dra.capacity`` judges each device; the
 DRA checks hand their failing nodes here when capacity decided them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 
 from scoring.dra import PodClaim, RequestOutcome, SliceDevice
-from scoring.dra_capacity import (
+from scoring.dra.capacity import (
     LACKS,
     REFUSED,
     TOO_SMALL,

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.dra import Inventory, PodClaim, allocated_node_names
+from scoring.dra.inventory import Inventory
+from scoring.dra.model import PodClaim, allocated_node_names
 from scoring.objects import object_key
 
 
