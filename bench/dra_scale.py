@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from scoring.cel import compile_selector, device_variable
+from scoring.cel.selector import compile_selector, device_variable
 from triage.classify import triage
 from triage.refs import PodRef
 from triage.snapshot import Snapshot

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from scoring.cel import Quantity, SelectorError, Semver, compile_selector, device_variable
+from scoring.cel.error import SelectorError
+from scoring.cel.library import Quantity, Semver
+from scoring.cel.selector import compile_selector, device_variable
 
 DRA = Path(__file__).parent / "fixtures" / "scenarios" / "dra-basics" / "dra.json"
 

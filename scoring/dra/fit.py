@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from scoring.cel_error import SelectorError
+from scoring.cel.error import SelectorError
 from scoring.dra.capacity import (
     LACKS,
     REFUSED,

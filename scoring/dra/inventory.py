@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from scoring.cel_error import SelectorError
+from scoring.cel.error import SelectorError
 from scoring.dra.capacity import (
     SharedUsage,
 )
@@ -45,7 +45,7 @@ from scoring.objects import K8sObject, object_key
 from scoring.verdict import Device
 
 if TYPE_CHECKING:
-    from scoring.cel import Selector
+    from scoring.cel.selector import Selector
 
 # Per-node stages, in funnel order. CLAIM_ELSEWHERE: an allocated claim of the pod is bound
 # to other nodes (the scheduler: "resourceclaim not available on the node").
@@ -140,7 +140,7 @@ class Inventory:
         return self._by_key.get(key)
 
     def selector(self, expression: str) -> Selector | SelectorError:
-        from scoring.cel import shared_selector  # the CEL interpreter only once a pod asks
+        from scoring.cel.selector import shared_selector  # the CEL interpreter only once a pod asks
 
         return shared_selector(expression)
 
@@ -163,7 +163,7 @@ class Inventory:
 
     def _variable(self, device: SliceDevice) -> Any:
         if device.key not in self._variables:
-            from scoring.cel import device_variable  # loaded by selector() already
+            from scoring.cel.selector import device_variable  # loaded by selector() already
 
             self._variables[device.key] = device_variable(device.driver, device.raw)
         return self._variables[device.key]

@@ -1,4 +1,4 @@
-"""The error of a CEL device selector, apart from scoring.cel: code that only handles it (the
+"""The error of a CEL device selector, in a module of its own: code that only handles it (the
 DRA stage of a pod asking for no DRA device) does not load the CEL interpreter."""
 
 from __future__ import annotations
