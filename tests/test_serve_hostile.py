@@ -256,3 +256,13 @@ def test_url_verification_and_commands_still_work_through_the_guard(slack: FakeS
     with serving(slack) as port:
         reply = raw(port, signed_request(body, "application/json"))
         assert status_of(reply) == 200 and reply.endswith(b'{"challenge": "c1"}')
+
+
+def test_a_body_of_exactly_the_limit_is_read(slack: FakeSlack) -> None:
+    # The documented limit is 1 MiB: a body of exactly that is read and answered.
+    body = "command=%2Fgpuwhy&text=" + "a" * (MIB - 23)
+    assert len(body) == MIB
+    with serving(slack) as port:
+        assert status_of(raw(port, signed_request(body))) == 200
+        # One byte more is refused on the length alone, before the body is read.
+        assert status_of(raw(port, request(b"", length=str(MIB + 1)))) == 413

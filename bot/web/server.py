@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import resource
 import socket
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -30,6 +31,7 @@ logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
 
 TEXT = "text/plain; charset=utf-8"
 BACKLOG = 2048  # connections the kernel holds while the loop accepts a burst
+FILES_BESIDES_CONNECTIONS = 512  # the store, the journal, Slack and Kubernetes clients
 
 
 @dataclass(frozen=True)
@@ -230,6 +232,16 @@ class _Connection(H11Protocol):
         return self.client[0] if self.client else "?"
 
 
+def _make_room(connections: int) -> None:
+    """Raise the soft limit on open files toward the hard one, so ``connections`` sockets fit
+    (many systems start processes at 1,024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + FILES_BESIDES_CONNECTIONS
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+
+
 class HTTPServer:
     """Serves ``routes`` on ``host``:``port`` until :meth:`shutdown`; binds at once, so a taken
     port is an OSError here."""
@@ -237,6 +249,7 @@ class HTTPServer:
     def __init__(self, host: str, port: int, routes: Routes,
                  limits: HTTPLimits = HTTPLimits()) -> None:
         self.limits = limits
+        _make_room(limits.connections)
         self._socket = socket.create_server((host, port), backlog=BACKLOG)
         self._workers = ThreadPoolExecutor(limits.threads, thread_name_prefix="gpuwhy-http")
         protocol = type("Connection", (_Connection,), {"limits": limits})
