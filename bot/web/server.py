@@ -31,6 +31,7 @@ logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
 
 TEXT = "text/plain; charset=utf-8"
 BACKLOG = 2048  # connections the kernel holds while the loop accepts a burst
+REFUSED_LOG_INTERVAL_S = 10.0
 FILES_BESIDES_CONNECTIONS = 512  # the store, the journal, Slack and Kubernetes clients
 
 
@@ -176,6 +177,7 @@ class _Connection(H11Protocol):
     timeout before the first request, and a deadline for each request to arrive whole."""
 
     limits = HTTPLimits()
+    refused_logged_at = float("-inf")
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
@@ -183,8 +185,11 @@ class _Connection(H11Protocol):
         self._reading = False
         self._half_closed = False
         if len(self.connections) > self.limits.connections:
-            log.warning("closed a connection from %s: %d connections open already",
-                        self._peer(), self.limits.connections)
+            now = self.loop.time()
+            if now - _Connection.refused_logged_at >= REFUSED_LOG_INTERVAL_S:  # no log flood
+                _Connection.refused_logged_at = now
+                log.warning("closing new connections (from %s first): %d are open already",
+                            self._peer(), self.limits.connections)
             self.transport.close()
             return
         self._arm(self.limits.idle_timeout_s, "idle")
