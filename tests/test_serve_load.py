@@ -173,7 +173,7 @@ def test_a_store_that_never_answered_says_so_from_the_start(tmp_path: Path,
         body = command_body("research/full", response_url=slack.response_url())
         assert post_signed(port, body, FORM) == (200, "")
         [answer] = slack.wait_for("chat.postMessage")
-        process.wait_remembered(answer.answer["ts"])
-        assert http(port, "/readyz")[1].splitlines()[-1].startswith(
-            "store: failing (1 incidents waiting in the journal): ")
+        # Journaled just after the answer is remembered: it waits there, and /readyz says so.
+        wait_until(lambda: http(port, "/readyz")[1].splitlines()[-1].startswith(
+            "store: failing (1 incidents waiting in the journal): "))
     assert answer.answer["ts"] in journal.read_text(encoding="utf-8")
