@@ -24,8 +24,8 @@ from test_slack_app import CHANNEL, SECRET, simple_source, wait_until
 from bot.config import BotConfig
 from bot.slack.app import bolt_app, slack_client
 from bot.slack.listeners.state import BotState
-from bot.store import Store
-from bot.store.journal import IncidentJournal, JournalEntry, JournalError
+from bot.store import Store, StoreError
+from bot.store.journal import IncidentJournal, JournalEntry, JournalError, store_status
 from scoring.verdict import Verdict
 from tests.slackfake import FakeSlack, ServeProcess, command_body, http, message_event
 
@@ -269,3 +269,21 @@ def test_serve_answers_with_the_store_down_and_stores_after_restart(
     finally:
         assert again.stop() == 0
     assert journal.read_bytes() == b""
+
+
+def test_a_store_down_at_start_is_tried_again_with_nothing_to_store(tmp_path: Path) -> None:
+    where = tmp_path / "gpuwhy.db"
+    where.mkdir()  # a directory where the SQLite file should be: every connection fails
+    store = Store(f"sqlite:///{where}")
+    with pytest.raises(StoreError):
+        store.upgrade()  # serve's check at start
+    journal = IncidentJournal(store, upgraded=False, retry_s=(0.05, 0.05))
+    try:
+        assert store_status(journal).startswith(
+            "failing (0 incidents waiting in the journal): database sqlite:///")
+        where.rmdir()  # the store can be reached now; nobody has asked anything yet
+        wait_until(lambda: store_status(journal) == "ok" or None, timeout=10)
+        assert store.revisions().at_head  # migrated by the journal's writer
+    finally:
+        journal.close()
+        store.close()

@@ -25,6 +25,7 @@ from bot.slack.app import bolt_app, slack_client
 from bot.slack.listeners.state import BotState
 from bot.store import Store
 from bot.web.serve import (
+    Check,
     Readiness,
     ReplayGuard,
     SlackEndpoint,
@@ -198,6 +199,34 @@ def test_readyz_is_false_until_the_source_is_ready() -> None:
         source.loaded.set()
         assert http(port, "/readyz") == (200, "ready\ncluster: ready\n")
         assert http(port, "/healthz?probe=1") == (200, "ok\n")
+
+
+def test_healthz_needs_no_worker_while_every_worker_is_busy() -> None:
+    release = threading.Event()
+
+    def stuck() -> Check:
+        release.wait(10)
+        return Check(True, "ready")
+
+    routes = http_routes(slack=None, readiness=Readiness({"cluster": stuck}))
+    server = HTTPServer("127.0.0.1", 0, routes, HTTPLimits(threads=2))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            held = [pool.submit(http, server.port, "/readyz") for _ in range(2)]
+            time.sleep(0.3)  # both workers wait in the readiness check
+            started = time.monotonic()
+            assert http(server.port, "/healthz") == (200, "ok\n")
+            took = time.monotonic() - started
+            assert not any(request.done() for request in held)
+            release.set()
+            assert [request.result()[0] for request in held] == [200, 200]
+        assert took < 0.5, f"/healthz took {took:.2f} s"
+    finally:
+        release.set()
+        server.shutdown()
+        thread.join(5)
 
 
 def test_a_dump_directory_is_ready_at_once() -> None:

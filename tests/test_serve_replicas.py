@@ -4,6 +4,8 @@ is not answered again."""
 from __future__ import annotations
 
 import logging
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -96,3 +98,26 @@ def test_the_replay_guard_answers_when_the_store_fails(slack: FakeSlack, tmp_pat
         slack.settle(0.5)
         assert len(slack.calls_to("chat.postMessage")) == 1  # memory still stops the replays
     store.close()
+
+
+def test_the_ack_does_not_wait_for_the_store_claim(tmp_path: Path, slack: FakeSlack) -> None:
+    path = tmp_path / "gpuwhy.db"
+    store = Store(f"sqlite:///{path}")
+    store.upgrade()
+    # Another writer holds the SQLite write lock: a claim waits out its 1-second limit.
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    body = command_body("research/full", response_url=slack.response_url())
+    try:
+        with serving(make_app(slack, simple_source()), guard=ReplayGuard(store)) as port:
+            started = time.monotonic()
+            assert post(port, body, FORM, **sign(SECRET, body)) == (200, "")
+            took = time.monotonic() - started
+            assert took < 0.5, f"the ack took {took:.2f} s"
+            holder.rollback()
+            slack.wait_for("chat.postMessage")  # answered after the claim, once
+            slack.settle(0.3)
+            assert len(slack.calls_to("chat.postMessage")) == 1
+    finally:
+        holder.close()
+        store.close()

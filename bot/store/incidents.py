@@ -112,6 +112,8 @@ class Store:
         self._sessions = sessionmaker(self.engine)
         self._next_event_prune: datetime | None = None
         self._quick_slots = threading.BoundedSemaphore(QUICK_PENDING)
+        # Why the last use of the database failed; None once it answers (or before any use).
+        self.last_failure: str | None = None
 
     def quickly(self, call: Callable[[], T], doing: str,
                 timeout: float = QUICK_TIMEOUT_S) -> T:
@@ -136,8 +138,9 @@ class Store:
 
         threading.Thread(target=run, name="gpuwhy-store", daemon=True).start()
         if not done.wait(timeout):
-            raise StoreError(f"database {self.url}: cannot {doing}: no answer within "
-                             f"{timeout:g} s")
+            self.last_failure = (f"database {self.url}: cannot {doing}: no answer within "
+                                 f"{timeout:g} s")
+            raise StoreError(self.last_failure)
         if failure:
             raise failure[0]
         return outcome[0]
@@ -177,10 +180,15 @@ class Store:
 
     @contextmanager
     def _failures(self, doing: str) -> Iterator[None]:
+        """Every use of the database goes through here: its outcome is :attr:`last_failure`."""
         try:
             yield
         except (SQLAlchemyError, alembic.util.CommandError) as exc:
-            raise StoreError(f"database {self.url}: cannot {doing}: {one_line(exc)}") from exc
+            error = StoreError(f"database {self.url}: cannot {doing}: {one_line(exc)}")
+            # A unique key already taken is an answer from a working database.
+            self.last_failure = None if isinstance(exc, IntegrityError) else str(error)
+            raise error from exc
+        self.last_failure = None
 
     def upgrade(self) -> None:
         """Bring the schema to the newest migration (safe to run from several replicas at once)."""

@@ -208,18 +208,22 @@ class IncidentJournal:
     # The writer thread -------------------------------------------------------------------
 
     def _run(self) -> None:
+        """Store the entries in order; a store not migrated yet (down at start) is tried at
+        once and then on the backoff even with nothing to store, so readiness sees it."""
         delay = self._retry_s[0]
         while True:
             with self._cond:
-                while not self._abandoned and self._stored == len(self._entries) \
-                        and not self._stopping:
+                while not self._abandoned and not self._stopping and self._upgraded \
+                        and self._stored == len(self._entries):
                     self._cond.wait()
-                if self._abandoned or self._stored == len(self._entries):
+                if self._abandoned or (self._stopping and self._stored == len(self._entries)):
                     return
-                entry = self._entries[self._stored]
+                entry = self._entries[self._stored] if self._stored < len(self._entries) \
+                    else None
             try:
                 self._prepare_store()
-                self._write(entry)
+                if entry is not None:
+                    self._write(entry)
             except StoreError as exc:
                 self._failed(entry, exc)
                 with self._cond:
@@ -227,7 +231,9 @@ class IncidentJournal:
                 delay = min(delay * 2, self._retry_s[1])
                 continue
             delay = self._retry_s[0]
-            self._stored_one()
+            self._answering_again()
+            if entry is not None:
+                self._stored_one()
 
     def _prepare_store(self) -> None:
         """Migrate a store that was down at start; make again a SQLite file that vanished."""
@@ -259,20 +265,25 @@ class IncidentJournal:
             STORE_WRITES_FAILED.inc()
             raise
 
-    def _failed(self, entry: JournalEntry, exc: StoreError) -> None:
+    def _failed(self, entry: JournalEntry | None, exc: StoreError) -> None:
+        """``entry`` None: the store was only tried (its failure is the store's last_failure,
+        and serve said at start that it is down)."""
         first = self.last_error is None
-        self.last_error = str(exc)
-        if first:
+        if entry is not None:
+            self.last_error = str(exc)
+        if first and entry is not None:
             log.warning("incident store: %s not stored yet (%d waiting): %s", entry.verdict.ref,
                         self.waiting, exc)
         # A pooled connection may be stuck in what went wrong (opened read-only, or on a file
         # that was deleted): the next attempt opens new ones.
         self.store.reopen()
 
-    def _stored_one(self) -> None:
+    def _answering_again(self) -> None:
         if self.last_error is not None:
             log.info("incident store: writing again after: %s", self.last_error)
             self.last_error = None
+
+    def _stored_one(self) -> None:
         with self._cond:
             self._stored += 1
             caught_up = self._stored == len(self._entries)
@@ -295,11 +306,13 @@ class IncidentJournal:
 
 
 def store_status(journal: IncidentJournal | None) -> str:
-    """One line about the store for /readyz."""
+    """One line about the store for /readyz: failing when its last use failed (the migration
+    at start, a claim, a write), with why."""
     if journal is None:
         return "none"
     waiting = journal.waiting
-    if journal.last_error is not None:
-        return f"failing ({waiting} incidents waiting in the journal): {journal.last_error}"
+    error = journal.last_error or journal.store.last_failure
+    if error is not None:
+        return f"failing ({waiting} incidents waiting in the journal): {error}"
     return f"ok ({waiting} incidents waiting)" if waiting else "ok"
 

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import io
 import logging
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
-from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from slack_bolt import App
-from slack_bolt.adapter.wsgi import SlackRequestHandler
+from slack_bolt.request import BoltRequest
 from slack_bolt.request.internals import extract_content_type, parse_body
 from slack_sdk import WebClient
 
@@ -28,10 +26,11 @@ from bot.clusters.sources import TriageSource, WatchSource
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
 from bot.slack.listeners.replies import post_message
+from bot.slack.listeners.state import ONCE
 from bot.store import Store, StoreError
 from bot.store.journal import IncidentJournal, store_status
 from bot.web.metrics import CONTENT_TYPE, CacheReading, page
-from bot.web.server import Request, Response, Routes, plain
+from bot.web.server import TEXT, Handler, InLoop, Request, Response, Routes
 
 log = logging.getLogger(__name__)
 
@@ -141,8 +140,10 @@ def healthz(request: Request) -> Response:
 
 class ReplayGuard:
     """Signed requests already answered: one seen again within the signature window (a replay,
-    or a proxy sending it twice) is acknowledged and not acted on. Checked in memory, then in
-    the store, so replicas sharing the store agree; with the store failing, memory alone."""
+    or a proxy sending it twice) is acknowledged and not acted on. Memory is checked before the
+    ack (it costs nothing); the store, so replicas sharing it agree, is claimed after the ack,
+    on the answer workers, before anything is done for the request. With the store failing,
+    memory alone."""
 
     def __init__(self, store: Store | None = None, capacity: int = 10_000) -> None:
         self.store = store
@@ -150,26 +151,36 @@ class ReplayGuard:
         self._capacity = capacity
         self._lock = threading.Lock()
 
-    def first_time(self, stamp: str, signature: str) -> bool:
+    def first_here(self, stamp: str, signature: str) -> str | None:
+        """The request's claim key when this process has not seen it yet, else None."""
         key = hashlib.sha256(f"{stamp}:{signature}".encode()).hexdigest()
         with self._lock:
             if key in self._seen:
-                return False
+                return None
             self._seen[key] = None
             while len(self._seen) > self._capacity:
                 self._seen.popitem(last=False)
+        return key
+
+    def claim(self, key: str) -> bool:
+        """False when a replica sharing the store (this one too) already took the request."""
         store = self.store
         if store is None:
             return True
         try:
-            return store.quickly(lambda: store.claim_request(key), "claim a Slack request")
+            first = store.quickly(lambda: store.claim_request(key), "claim a Slack request")
         except StoreError as exc:
             log.warning("incident store: cannot claim a signed request, answering it: %s", exc)
             return True
+        if not first:
+            log.info("not acting on a signed request seen before (same timestamp and "
+                     "signature), claimed in the store by a replica")
+        return first
 
 
 class SlackEndpoint:
-    """POST /slack/events: Slack's signature checked on the raw bytes, then bolt's WSGI adapter.
+    """POST /slack/events: Slack's signature checked on the raw bytes, then bolt, whose listeners
+    ack at once and leave the rest (the store claim, triage, posts) to the answer workers.
 
     Nothing parses a body before its signature holds, so an unsigned body costs an HMAC and
     nothing else; a signed body that does not parse is a 400 and one log line.
@@ -177,18 +188,31 @@ class SlackEndpoint:
 
     def __init__(self, app: App, signing_secret: str, guard: ReplayGuard | None = None,
                  clock: Callable[[], float] = time.time) -> None:
-        self.bolt = SlackRequestHandler(app, path=EVENTS_PATH)
+        self.app = app
         self.secret = signing_secret.encode("utf-8")
         self.guard = guard if guard is not None else ReplayGuard()
         self.clock = clock
 
-    def __call__(self, environ: WSGIEnvironment,
-                 start_response: StartResponse) -> Iterable[bytes]:
-        request = Request.from_environ(environ)
+    def __call__(self, request: Request) -> Response:
         refusal = self.refusal(request)
         if refusal is not None:
-            return refusal.send(start_response)
-        return self.bolt({**environ, "wsgi.input": io.BytesIO(request.body)}, start_response)
+            return refusal
+        key = self.guard.first_here(request.headers["x-slack-request-timestamp"],
+                                    request.headers["x-slack-signature"])
+        if key is None:
+            log.info("ignored a signed request from %s seen before (same timestamp and "
+                     "signature)", request.client)
+            return Response(200)
+        guard = self.guard
+        answered = self.app.dispatch(BoltRequest(
+            body=request.body.decode("utf-8"), query=request.query,
+            headers={name: [value] for name, value in request.headers.items()},
+            context={ONCE: lambda: guard.claim(key)}))
+        headers = answered.first_headers_without_set_cookie()
+        content_type = headers.pop("content-type", TEXT)
+        return Response(answered.status, answered.body, content_type,
+                        tuple((name, value) for name, value in headers.items()
+                              if name != "content-length"))
 
     def refusal(self, request: Request) -> Response | None:
         problem = self.signature_problem(request)
@@ -199,11 +223,6 @@ class SlackEndpoint:
         if problem is not None:
             log.warning("refused a signed request from %s: the body %s", request.client, problem)
             return Response(400, "bad request\n")
-        if not self.guard.first_time(request.headers["x-slack-request-timestamp"],
-                                     request.headers["x-slack-signature"]):
-            log.info("ignored a signed request from %s seen before (same timestamp and "
-                     "signature)", request.client)
-            return Response(200)
         return None
 
     def signature_problem(self, request: Request) -> str | None:
@@ -238,15 +257,15 @@ def body_problem(request: Request) -> str | None:
 def http_routes(*, slack: SlackEndpoint | None, readiness: Readiness,
                 alertmanager: AlertmanagerReceiver | None = None) -> Routes:
     """Every HTTP endpoint of `gpuwhy serve`: adding one is adding its line here."""
-    routes: dict[tuple[str, str], WSGIApplication] = {
-        ("GET", HEALTH_PATH): plain(healthz),
-        ("GET", READY_PATH): plain(readiness.respond),
-        ("GET", METRICS_PATH): plain(metrics_page),
+    routes: dict[tuple[str, str], Handler | InLoop] = {
+        ("GET", HEALTH_PATH): InLoop(healthz),  # never waits for a worker
+        ("GET", READY_PATH): readiness.respond,
+        ("GET", METRICS_PATH): metrics_page,
     }
     if slack is not None:  # in Socket Mode Slack's requests come over the websocket
         routes["POST", EVENTS_PATH] = slack
     if alertmanager is not None:  # alerts configured (a channel or routes)
-        routes["POST", ALERTMANAGER_PATH] = plain(alertmanager.respond)
+        routes["POST", ALERTMANAGER_PATH] = alertmanager.respond
     return routes
 
 

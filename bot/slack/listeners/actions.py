@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from slack_bolt import Ack, App, Respond
+from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
 
 from bot.answer.blocks import escape_mrkdwn
@@ -19,7 +19,7 @@ FORGOTTEN = ("I no longer have that answer, so I can't show its devices. "
 def register(app: App, state: BotState) -> None:
     @app.action(SHOW_DEVICES_ACTION)
     def show_devices(ack: Ack, body: dict[str, Any], action: dict[str, Any], respond: Respond,
-                     client: WebClient) -> None:
+                     client: WebClient, context: BoltContext) -> None:
         ack()
         container = body.get("container") or {}
         channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id", ""))
@@ -32,4 +32,5 @@ def register(app: App, state: BotState) -> None:
                                       user=user):
                 respond(text=FORGOTTEN.format(ref=ref), replace_original=False)
 
-        state.later(f"showing devices of {channel}/{message_ts} for {user}", reply, respond)
+        state.later(f"showing devices of {channel}/{message_ts} for {user}", reply, respond,
+                    context)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from slack_bolt import Ack, App, Respond
+from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
@@ -57,7 +57,8 @@ def help_text() -> str:
 
 def register(app: App, state: BotState) -> None:
     @app.command(COMMAND)
-    def gpuwhy(ack: Ack, command: dict[str, Any], respond: Respond, client: WebClient) -> None:
+    def gpuwhy(ack: Ack, command: dict[str, Any], respond: Respond, client: WebClient,
+               context: BoltContext) -> None:
         text = str(command.get("text") or "").strip()
         channel = str(command.get("channel_id", ""))
         user = str(command.get("user_id", ""))
@@ -69,13 +70,13 @@ def register(app: App, state: BotState) -> None:
         elif SHOW_DEVICES.match(text):
             ack(text=SHOW_DEVICES_HINT)
         elif words[0].lower() == STATS_WORD:
-            answer_stats(state, ack, respond, channel, user, words[1:])
+            answer_stats(state, ack, respond, channel, user, words[1:], context)
         else:
-            answer_ref(state, ack, respond, client, channel, user, text)
+            answer_ref(state, ack, respond, client, channel, user, text, context)
 
 
 def answer_ref(state: BotState, ack: Ack, respond: Respond, client: WebClient,
-               channel: str, user: str, text: str) -> None:
+               channel: str, user: str, text: str, context: BoltContext) -> None:
     try:
         named, ref_text = split_cluster(text, state.fleet.names)
         ref = parse_ref(ref_text)
@@ -102,7 +103,7 @@ def answer_ref(state: BotState, ack: Ack, respond: Respond, client: WebClient,
     ack()
     state.later(f"answering {ref} in {cluster} for {user} in {channel}",
                 lambda: post_answer(state, respond, client, channel, user, cluster, ref),
-                respond)
+                respond, context)
 
 
 def post_answer(state: BotState, respond: Respond, client: WebClient,
@@ -141,7 +142,7 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
 
 
 def answer_stats(state: BotState, ack: Ack, respond: Respond, channel: str, user: str,
-                 args: list[str]) -> None:
+                 args: list[str], context: BoltContext) -> None:
     cluster = None
     if args and not args[0].isdigit() and state.fleet.several:
         if args[0] not in state.fleet.sources:
@@ -172,7 +173,7 @@ def answer_stats(state: BotState, ack: Ack, respond: Respond, channel: str, user
     scope = state.stats_scope(channel, cluster)
     state.later(f"stats for {user} in {channel}",
                 lambda: post_stats(state, store, respond, weeks, scope),
-                respond)
+                respond, context)
 
 
 def post_stats(state: BotState, store: Store, respond: Respond, weeks: int,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from slack_bolt import App
+from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 
 from bot.slack.listeners.devices import SHOW_DEVICES, reply_with_devices
@@ -16,7 +16,8 @@ log = logging.getLogger(__name__)
 
 def register(app: App, state: BotState) -> None:
     @app.message(SHOW_DEVICES)
-    def show_devices(message: dict[str, Any], body: dict[str, Any], client: WebClient) -> None:
+    def show_devices(message: dict[str, Any], body: dict[str, Any], client: WebClient,
+                     context: BoltContext) -> None:
         thread_ts = message.get("thread_ts")
         if not thread_ts or thread_ts == message.get("ts"):
             return
@@ -37,7 +38,8 @@ def register(app: App, state: BotState) -> None:
                                user=user)
 
         # Nobody to apologize to: a message event has no response_url; the failure is logged.
-        state.later(f"showing devices of {channel}/{thread_ts} for {user}", reply)
+        state.later(f"showing devices of {channel}/{thread_ts} for {user}", reply,
+                    context=context)
 
     # Any other message: acknowledged so Slack does not retry it, and otherwise ignored.
     @app.event("message")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from slack_bolt import Respond
 
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 
 SLACK_SOURCE = "slack"
 ANSWER_WORKERS = 8
+# Bolt context key: a function the HTTP endpoint adds to each signed request, False when a
+# replica sharing the store already took that request (a replay); checked after the ack.
+ONCE = "gpuwhy_once"
 
 
 def utc_now() -> datetime:
@@ -117,17 +121,22 @@ class BotState:
                 channel=channel, message_ts=message_ts, at=now))
 
     def later(self, what: str, work: Callable[[], object], respond: Respond | None = None,
-              ) -> None:
+              context: Mapping[str, Any] | None = None) -> None:
         """Run ``work`` on the answer workers, after the listener has acked and returned.
 
-        Bolt acks commands and actions from its own small thread pool; a slow triage or a
-        rate-limited post held there would delay the acks of the requests queued behind it
-        past Slack's 3 seconds. A failure is logged with its traceback and ``what`` was being
-        done; the asker gets a one-line apology through ``respond`` when there is one.
+        Bolt acks commands and actions from its own small thread pool; a slow triage, a
+        rate-limited post or a slow store held there would delay the acks of the requests
+        queued behind it past Slack's 3 seconds. The request's claim (``context[ONCE]``)
+        runs here first: a request another replica took is not acted on. A failure is
+        logged with its traceback and ``what`` was being done; the asker gets a one-line
+        apology through ``respond`` when there is one.
         """
+        once = (context or {}).get(ONCE)
 
         def run() -> None:
             try:
+                if callable(once) and not once():
+                    return
                 work()
             except Exception:
                 log.exception("%s failed", what)
