@@ -95,7 +95,7 @@ def test_doctor_checks_every_configured_cluster(prod: FakeKubeAPI, ambient: Fake
                                "http://127.0.0.1:")
     assert lines[4] == "FAIL  access   lab: not checked: the cluster did not answer"
     assert lines[5] == f"ok    cluster  prod: {prod.url}: Kubernetes v1.36.2"
-    assert lines[6] == ("ok    access   prod: all 42 reads allowed (get, list, watch on 14 "
+    assert lines[6] == ("ok    access   prod: all 51 reads allowed (get, list, watch on 17 "
                         "resources)")
     assert lines[-1] == "gpuwhy doctor: 2 of 8 checks failed (cluster, access)"
     assert ambient.requests == []
