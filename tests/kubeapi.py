@@ -42,12 +42,24 @@ Key = tuple[str, str]
 ACCESS_REVIEW_PATH = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
 
 
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # what Kueue's CRDs serve, preferred first
+KUEUE_V1BETA1 = f"{KUEUE_GROUP}/v1beta1"
+
+
 @dataclass(frozen=True)
 class Kind:
     plural: str
     kind: str
     group_version: str
     namespaced: bool = True
+
+    @property
+    def store(self) -> str:
+        """Where its objects are kept: by plural, as a CRD's versions share them, qualified by
+        the group where two groups use the same plural."""
+        group = self.group_version.rpartition("/")[0]
+        return f"{self.plural}.{group}" if self.plural in SHARED_PLURALS else self.plural
 
 
 KINDS = (
@@ -66,12 +78,26 @@ KINDS = (
     Kind("resourceclaims", "ResourceClaim", "resource.k8s.io/v1"),
     Kind("resourceclaimtemplates", "ResourceClaimTemplate", "resource.k8s.io/v1"),
     Kind("resourceslices", "ResourceSlice", "resource.k8s.io/v1", namespaced=False),
+    # Kueue's CRDs serve both versions, v1beta2 stored (v1beta2 listed last: the storage version)
+    *(Kind(plural, kind, f"{KUEUE_GROUP}/{version}", namespaced)
+      for version in reversed(KUEUE_VERSIONS) for plural, kind, namespaced in (
+          ("resourceflavors", "ResourceFlavor", False), ("clusterqueues", "ClusterQueue", False),
+          ("localqueues", "LocalQueue", True), ("workloads", "Workload", True),
+          ("cohorts", "Cohort", False), ("workloadpriorityclasses", "WorkloadPriorityClass",
+                                         False))),
     Kind("devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1beta2", namespaced=False),
     # gangs: alpha, served in 1.36 only with --runtime-config=scheduling.k8s.io/v1alpha2=true
     Kind("workloads", "Workload", "scheduling.k8s.io/v1alpha2"),
     Kind("podgroups", "PodGroup", "scheduling.k8s.io/v1alpha2"),
 )
 BY_KIND = {k.kind: k for k in KINDS}
+# By API group and kind: Kueue's Workload is not scheduling.k8s.io's (the last version listed
+# of a group is the one stored)
+BY_GROUP_KIND = {(k.group_version.rpartition("/")[0], k.kind): k for k in KINDS}
+# Plurals two groups share ("workloads"): those groups' objects are stored apart
+SHARED_PLURALS = frozenset(plural for plural in {k.plural for k in KINDS}
+                           if len({k.group_version.partition("/")[0] for k in KINDS
+                                   if k.plural == plural}) > 1)
 # Discovery only: a review is created, never stored, listed or read back.
 ACCESS_REVIEWS = Kind("selfsubjectaccessreviews", "SelfSubjectAccessReview",
                       "authorization.k8s.io/v1", namespaced=False)
@@ -80,7 +106,7 @@ SHORT_NAMES = {"nodes": ["no"], "pods": ["po"], "events": ["ev"], "resourcequota
                "replicasets": ["rs"], "statefulsets": ["sts"], "daemonsets": ["ds"]}
 BY_PATH = {(k.group_version, k.plural): k for k in KINDS}
 DUMP_LISTS = ("nodes", "pods", "events", "resourcequotas", "runtimeclasses", "workloads", "dra",
-              "gangs")
+              "gangs", "queues")
 
 
 @dataclass(frozen=True)
@@ -143,14 +169,23 @@ def forbidden_status(verb: str, plural: str, group: str = "", namespace: str = "
 
 class FakeKubeAPI:
     def __init__(self, dump_dir: str | Path | None = None, bookmark_interval: float = 0.2,
-                 tls: ssl.SSLContext | None = None, unserved: Iterable[str] = ()) -> None:
+                 tls: ssl.SSLContext | None = None, unserved: Iterable[str] = (),
+                 kueue: tuple[str, ...] | None = None) -> None:
         self._lock = threading.Condition()
+        # The Kueue versions served, preferred first: by default both where the dump has a
+        # queues.json (Kueue installed), none where it has not.
+        if kueue is None:
+            kueue = KUEUE_VERSIONS if dump_dir is not None and (
+                Path(dump_dir) / "queues.json").exists() else ()
+        self.kueue = kueue
         # API groups/versions answered 404, like a cluster without them (resource.k8s.io/v1)
-        self.unserved = frozenset(unserved)
-        self._objects: dict[str, dict[Key, Obj]] = {k.plural: {} for k in KINDS}
+        self.unserved = frozenset(unserved) | {f"{KUEUE_GROUP}/{version}"
+                                               for version in KUEUE_VERSIONS
+                                               if version not in kueue}
+        self._objects: dict[str, dict[Key, Obj]] = {k.store: {} for k in KINDS}
         # each object's list-item JSON, encoded once when stored (kube-apiserver serves lists
         # from its watch cache; re-encoding every page in Python would time this server)
-        self._encoded: dict[str, dict[Key, bytes]] = {k.plural: {} for k in KINDS}
+        self._encoded: dict[str, dict[Key, bytes]] = {k.store: {} for k in KINDS}
         self._sorted_keys: dict[str, list[Key]] = {}
         self._history: list[Change] = []
         self._resource_version = 1000
@@ -239,16 +274,16 @@ class FakeKubeAPI:
                 self._store(item)
 
     def _store(self, item: Obj) -> None:
-        kind, key = BY_KIND[item["kind"]], _key(item)
-        self._objects[kind.plural][key] = item
-        self._encoded[kind.plural][key] = json.dumps(_as_list_item(item)).encode()
-        self._sorted_keys.pop(kind.plural, None)
+        kind, key = _kind_of(item), _key(item)
+        self._objects[kind.store][key] = item
+        self._encoded[kind.store][key] = json.dumps(_as_list_item(item)).encode()
+        self._sorted_keys.pop(kind.store, None)
 
     def apply(self, item: Obj) -> Obj:
         """Create or replace an object, as a controller would; watchers see it."""
         with self._lock:
-            kind = BY_KIND[item["kind"]]
-            old = self._objects[kind.plural].get(_key(item))
+            kind = _kind_of(item)
+            old = self._objects[kind.store].get(_key(item))
             new = copy.deepcopy(item)
             self._resource_version += 1
             new["metadata"]["resourceVersion"] = str(self._resource_version)
@@ -260,9 +295,9 @@ class FakeKubeAPI:
     def delete(self, kind_name: str, namespace: str, name: str) -> None:
         with self._lock:
             kind = BY_KIND[kind_name]
-            old = self._objects[kind.plural].pop((namespace, name))
-            del self._encoded[kind.plural][(namespace, name)]
-            self._sorted_keys.pop(kind.plural, None)
+            old = self._objects[kind.store].pop((namespace, name))
+            del self._encoded[kind.store][(namespace, name)]
+            self._sorted_keys.pop(kind.store, None)
             self._resource_version += 1
             gone = copy.deepcopy(old)
             gone["metadata"]["resourceVersion"] = str(self._resource_version)
@@ -270,7 +305,7 @@ class FakeKubeAPI:
             self._lock.notify_all()
 
     def get_object(self, kind_name: str, namespace: str, name: str) -> Obj:
-        return self._objects[BY_KIND[kind_name].plural][(namespace, name)]
+        return self._objects[BY_KIND[kind_name].store][(namespace, name)]
 
     def compact(self) -> None:
         """Forget history: older watch resourceVersions and continue tokens become 410 Gone."""
@@ -336,14 +371,14 @@ class FakeKubeAPI:
 
     def read(self, kind: Kind, namespace: str, name: str) -> tuple[int, Obj]:
         with self._lock:
-            item = self._objects[kind.plural].get((namespace, name))
+            item = self._objects[kind.store].get((namespace, name))
         if item is None:
             group = kind.group_version.rpartition("/")[0]
             resource = f"{kind.plural}.{group}" if group else kind.plural
             return 404, status_body(404, "NotFound", f'{resource} "{name}" not found',
                                     {"name": name, "kind": kind.plural,
                                      **({"group": group} if group else {})})
-        return 200, item
+        return 200, _served_as(kind, item)
 
     def list_items(self, kind: Kind, namespace: str,
                    query: Mapping[str, str]) -> tuple[int, Obj | bytes]:
@@ -361,10 +396,10 @@ class FakeKubeAPI:
                         "The provided continue parameter is too old to display a consistent "
                         "list result. You can start a new list without the continue parameter.")
                 list_rv, start = state["rv"], (state["ns"], state["name"])
-            objects, encoded = self._objects[kind.plural], self._encoded[kind.plural]
-            keys = self._sorted_keys.get(kind.plural)
+            objects, encoded = self._objects[kind.store], self._encoded[kind.store]
+            keys = self._sorted_keys.get(kind.store)
             if keys is None:
-                keys = self._sorted_keys[kind.plural] = sorted(objects)
+                keys = self._sorted_keys[kind.store] = sorted(objects)
             position = bisect.bisect_right(keys, start) if query.get("continue") else 0
             items: list[bytes] = []
             last: Key | None = None
@@ -377,7 +412,8 @@ class FakeKubeAPI:
                 if limit and len(items) == limit:
                     next_key = last
                     break
-                items.append(encoded[key])
+                items.append(encoded[key] if kind.group_version != KUEUE_V1BETA1 else
+                             json.dumps(_as_list_item(as_v1beta1(objects[key]))).encode())
                 last = key
         metadata: Obj = {"resourceVersion": str(list_rv)}
         if next_key is not None:
@@ -432,7 +468,7 @@ class FakeKubeAPI:
                 since = change.resource_version
                 event = _watch_event(change, namespace, matches)
                 if event is not None:
-                    yield event
+                    yield {**event, "object": _served_as(kind, event["object"])}
             now = time.monotonic()
             if now >= deadline:
                 return
@@ -443,7 +479,8 @@ class FakeKubeAPI:
                     "metadata": {"resourceVersion": str(since)}}}
 
     def _changes_since(self, since: int, kind: Kind) -> list[Change]:
-        return [c for c in self._history if c.resource_version > since and c.kind is kind]
+        return [c for c in self._history
+                if c.resource_version > since and c.kind.store == kind.store]
 
     def _interrupted(self, generation: int, since: int) -> bool:
         return (self._stopping.is_set() or self._drop_generation != generation
@@ -467,6 +504,11 @@ class FakeKubeAPI:
         groups = {group: _api_group(group, [gv for gv in versions
                                             if gv.partition("/")[0] == group])
                   for group in dict.fromkeys(gv.partition("/")[0] for gv in versions)}
+        if KUEUE_GROUP in groups:  # its versions in the order this server was given them
+            entries = sorted(groups[KUEUE_GROUP]["versions"],
+                             key=lambda entry: self.kueue.index(entry["version"]))
+            groups[KUEUE_GROUP] = {"name": KUEUE_GROUP, "versions": entries,
+                                   "preferredVersion": entries[0]}
         if path == "/apis":
             return {"kind": "APIGroupList", "apiVersion": "v1", "groups": list(groups.values())}
         parts = [p for p in path.split("/") if p]
@@ -537,6 +579,34 @@ def _stability(version: str) -> tuple[int, int, int]:
         return (3, 0, 0)
     major, level, minor = match.groups()
     return ({None: 0, "beta": 1, "alpha": 2}[level], -int(major), -int(minor or 0))
+
+
+def as_v1beta1(obj: Obj) -> Obj:
+    """A Kueue object stored as v1beta2, as Kueue's conversion serves it at v1beta1: the few
+    fields whose names differ (apis/kueue/v1beta1/*_conversion.go)."""
+    old = copy.deepcopy(obj)
+    old["apiVersion"] = KUEUE_V1BETA1
+    spec, status = old.get("spec") or {}, old.get("status") or {}
+    if old.get("kind") == "ClusterQueue" and "cohortName" in spec:
+        spec["cohort"] = spec.pop("cohortName")
+    if old.get("kind") == "Workload" and (ref := spec.pop("priorityClassRef", None)):
+        spec["priorityClassName"] = ref.get("name", "")
+        spec["priorityClassSource"] = ("kueue.x-k8s.io/workloadpriorityclass"
+                                       if ref.get("kind") == "WorkloadPriorityClass"
+                                       else "scheduling.k8s.io/priorityclass")
+    if old.get("kind") == "LocalQueue" and "flavorsUsage" in status:
+        status["flavorUsage"] = status.pop("flavorsUsage")
+    return old
+
+
+def _kind_of(item: Obj) -> Kind:
+    """The kind an object is stored as, by its apiVersion's group and its kind."""
+    group = str(item.get("apiVersion", "")).rpartition("/")[0]
+    return BY_GROUP_KIND.get((group, item["kind"])) or BY_KIND[item["kind"]]
+
+
+def _served_as(kind: Kind, item: Obj) -> Obj:
+    return as_v1beta1(item) if kind.group_version == KUEUE_V1BETA1 else item
 
 
 def _api_resource(kind: Kind) -> Obj:

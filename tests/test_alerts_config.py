@@ -183,3 +183,22 @@ def test_routes_and_an_alerts_channel_that_could_never_post() -> None:
         "only research",
         "alerts.channel (C0ALERTS) can never post: channels: limits C0ALERTS to no namespace"]
     assert never_posting(ROUTED) == []
+
+
+def test_a_queued_answer_goes_only_where_a_route_names_queued() -> None:
+    catch_all = load({"alerts": {"channel": "C0ALERTS"},
+                      "routes": [{"channel": "C0ALL"}]})
+    assert destination(catch_all, "queued", "team-a") is None  # waiting in a queue is normal
+    assert destination(catch_all, "exhausted", "team-a") == Destination("C0ALL")
+    named = load({"alerts": {"channel": "C0ALERTS"},
+                  "routes": [{"channel": "C0ALL"},
+                             {"causes": ["queued"], "channel": "C0QUEUES"}]})
+    assert destination(named, "queued", "team-a") == Destination("C0QUEUES")
+
+
+def test_a_queued_answer_waiting_past_queued_after_is_routed_like_any_other() -> None:
+    config = load({"alerts": {"channel": "C0ALERTS", "queued_after": "2h"}})
+    assert config.alerts.queued_after == timedelta(hours=2)
+    assert destination(config, "queued", "team-a", timedelta(minutes=119)) is None
+    assert destination(config, "queued", "team-a", timedelta(hours=2)) == Destination("C0ALERTS")
+    assert load({}).alerts.queued_after is None  # default: never

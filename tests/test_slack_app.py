@@ -284,7 +284,8 @@ def test_help_lists_usage_and_every_cause(slack: FakeSlack,
     assert lines[-len(CAUSES):] == [f"{c.emoji} `{c.cause}` — {c.summary}" for c in CAUSES]
     words = [line.split("`")[1] for line in lines[-len(CAUSES):]]
     assert words == [
-        "quota-exceeded", "runtimeclass-missing", "no-gpu-request", "selector-mismatch",
+        "quota-exceeded", "runtimeclass-missing", "queued", "no-gpu-request",
+        "selector-mismatch",
         "taint-untolerated", "no-gpu-node", "allocatable-zero", "too-large", "exhausted",
         "device-unfit", "other-constraint", "scheduler-unavailable", "node-runtime-error",
         "scheduled", "pod-not-found"]

@@ -335,15 +335,16 @@ def _gated(lists: Lists, gate: str, *, condition: bool) -> None:
 
 
 @pytest.mark.parametrize("condition", [True, False], ids=["with-condition", "spec-only"])
-def test_a_gated_pod_is_waiting_on_its_gate_not_on_a_scheduler(seven_states: Lists,
-                                                               condition: bool) -> None:
+def test_a_pod_kueue_gates_is_queued_before_the_funnel(seven_states: Lists,
+                                                       condition: bool) -> None:
+    # Kueue may still set its nodeSelector at admission: the funnel has nothing to judge yet
     _gated(seven_states, "kueue.x-k8s.io/admission", condition=condition)
+    find(seven_states["pods"], "full", "research")["spec"]["nodeSelector"] = {"pool": "h200"}
     verdict = answer(seven_states, "research/full")
-    assert verdict.cause == "other-constraint"
-    assert "scheduling gate kueue.x-k8s.io/admission" in verdict.action
-    assert "kubectl get workloads -n research" in verdict.action
-    first = verdict.evidence[0]
-    assert (first.field, first.value) == ("spec.schedulingGates", "kueue.x-k8s.io/admission")
+    assert verdict.cause == "queued"
+    assert "gpuwhy sees no Kueue objects" in verdict.action
+    assert ("spec.schedulingGates", "kueue.x-k8s.io/admission") in [
+        (e.field, e.value) for e in verdict.evidence]
 
 
 def test_a_gate_nothing_known_manages_is_named_with_who_removes_it(seven_states: Lists) -> None:
@@ -369,7 +370,7 @@ def test_an_ungated_pod_no_scheduler_picked_up_is_scheduler_unavailable(
 
 def test_a_gated_pod_quotes_the_api_servers_condition_not_a_scheduler(
         seven_states: Lists) -> None:
-    _gated(seven_states, "kueue.x-k8s.io/admission", condition=True)
+    _gated(seven_states, "example.com/wait-for-data", condition=True)
     verdict = answer(seven_states, "research/full")
     assert verdict.scheduler_message is None
     assert [(e.field, e.value) for e in verdict.evidence[1:]] == [
@@ -378,7 +379,7 @@ def test_a_gated_pod_quotes_the_api_servers_condition_not_a_scheduler(
 
 
 def test_a_gated_pod_still_goes_through_the_funnel_first(seven_states: Lists) -> None:
-    _gated(seven_states, "kueue.x-k8s.io/admission", condition=True)
+    _gated(seven_states, "example.com/wait-for-data", condition=True)
     find(seven_states["pods"], "full", "research")["spec"]["nodeSelector"] = {"pool": "h200"}
     assert answer(seven_states, "research/full").cause == "selector-mismatch"
 

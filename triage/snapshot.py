@@ -22,6 +22,7 @@ from scoring.objects import K8sObject, is_terminated, object_key
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
 from triage.nodetable import NodeInfo, node_table
 from triage.pods import holders, sum_requests
+from triage.queues import QueueIndex
 
 # file name -> Snapshot attribute; the dump format of `gpuwhy snapshot` and of the scenarios
 DUMP_FILES: dict[str, str] = {
@@ -37,7 +38,13 @@ DUMP_FILES: dict[str, str] = {
     # Gangs: Workloads and PodGroups (scheduling.k8s.io) in one List, as `kubectl get
     # workloads.scheduling.k8s.io,podgroups.scheduling.k8s.io -A -o json` prints them.
     "gangs.json": "gangs",
+    # Kueue (kueue.x-k8s.io): ResourceFlavors, ClusterQueues, LocalQueues, Workloads, Cohorts
+    # and WorkloadPriorityClasses in one List; absent where the cluster does not serve Kueue.
+    "queues.json": "queues",
 }
+
+# Written only when they hold something (Kueue's objects: only where Kueue is served).
+OPTIONAL_DUMP_LISTS = frozenset({"queues"})
 
 # In the order a bare name is resolved: the object a person most likely created first.
 WORKLOAD_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
@@ -57,6 +64,7 @@ class Snapshot:
     workloads: list[K8sObject] = field(default_factory=list)
     dra: list[K8sObject] = field(default_factory=list)
     gangs: list[K8sObject] = field(default_factory=list)
+    queues: list[K8sObject] = field(default_factory=list)
     cluster: str = ""
     # Reads that failed but did not stop the triage (events, quotas, RuntimeClasses), one
     # sentence each; the Verdict carries them as its ``error``.
@@ -184,6 +192,11 @@ class Snapshot:
     @cached_property
     def _dra_inventories(self) -> dict[tuple[str, ...], Inventory]:
         return {}  # filled lazily by ``dra_inventory``, one per set of GPU drivers
+
+    @cached_property
+    def queue_index(self) -> QueueIndex:
+        """Kueue's objects, indexed once."""
+        return QueueIndex(self.queues)
 
     def dra_inventory(self, gpu_drivers: tuple[str, ...]) -> Inventory:
         """The DRA objects indexed once, selector results memoised for this Snapshot."""

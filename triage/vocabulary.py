@@ -13,6 +13,7 @@ from enum import StrEnum
 class Cause(StrEnum):
     QUOTA_EXCEEDED = "quota-exceeded"
     RUNTIMECLASS_MISSING = "runtimeclass-missing"
+    QUEUED = "queued"
     NO_GPU_REQUEST = "no-gpu-request"
     SELECTOR_MISMATCH = "selector-mismatch"
     TAINT_UNTOLERATED = "taint-untolerated"
@@ -44,6 +45,8 @@ CAUSES: tuple[CauseInfo, ...] = (
               "raise the quota or free usage"),
     CauseInfo(Cause.RUNTIMECLASS_MISSING, "🧩", "pod rejected at creation: RuntimeClass not found",
               "create the RuntimeClass or fix runtimeClassName"),
+    CauseInfo(Cause.QUEUED, "⏸", "the workload waits for a queue's admission",
+              "wait, or fix what the queue names (quota, LocalQueue, ClusterQueue)"),
     CauseInfo(Cause.NO_GPU_REQUEST, "❔", "no container asks for a GPU",
               "add `limits: nvidia.com/gpu: N` to the container that needs it"),
     CauseInfo(Cause.SELECTOR_MISMATCH, "🎯", "no node matches the nodeSelector / node affinity",

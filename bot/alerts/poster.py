@@ -100,7 +100,7 @@ class AlertPoster:
         if not is_stuck_answer(group, verdict):
             return
         cause, namespace = verdict.cause, group.workload.namespace
-        target = destination(self.config, cause, namespace)
+        target = destination(self.config, cause, namespace, now - group.since)
         if target is None:
             log.info("stuck %s (%s): not posted: %s", group.workload, cause,
                      nowhere(self.config, cause, namespace))

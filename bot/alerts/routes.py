@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from bot.config import BotConfig, RouteSettings
+from triage.vocabulary import Cause
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -34,13 +36,20 @@ def may_post(config: BotConfig, channel: str | None, namespace: str) -> bool:
     return "*" in allowed or namespace in allowed
 
 
-def destination(config: BotConfig, cause: str, namespace: str) -> Destination | None:
+def destination(config: BotConfig, cause: str, namespace: str,
+                waited: timedelta | None = None) -> Destination | None:
     """Where the answer ``cause`` about a pod in ``namespace`` goes; None: nowhere.
 
     The ``channels`` access rules hold for unasked answers to the channels it lists: a route
     whose channel may not describe the namespace is passed over, like one whose filters do
-    not match.
+    not match. Waiting in a queue is normal: a `queued` answer goes only where a route names
+    `queued`, unless it has ``waited`` at least ``alerts.queued_after``.
     """
+    if cause == Cause.QUEUED and not (config.alerts.queued_after is not None
+                                      and waited is not None
+                                      and waited >= config.alerts.queued_after):
+        config = replace(config, alerts=replace(config.alerts, channel=None),
+                         routes=tuple(r for r in config.routes if Cause.QUEUED in r.causes))
     default = config.alerts.channel if may_post(config, config.alerts.channel, namespace) \
         else None
     for route in config.routes:

@@ -254,6 +254,9 @@ class AlertsSettings:
     webhook_retries: Annotated[Integer, Field(ge=0, le=10)] = 3
     webhook_backoff: Duration = timedelta(seconds=1)  # doubled after each failed try
     webhook_timeout: Duration = timedelta(seconds=10)
+    # A workload Kueue has not admitted (`queued`) waits normally: posted unasked only by a
+    # route that names `queued`, or, once it has waited this long, like any other answer.
+    queued_after: Duration | None = None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ BROKEN_CAUSES = frozenset({*REPAIR_CAUSES, Cause.NODE_RUNTIME_ERROR.value})
 BROKEN_WEEKS = 4
 BROKEN_MIN_WEEKS = 2
 TOP = 5
-WEEKS_PER_TABLE = 8  # of /gpuwhy stats: 15 causes x 8 weeks stay well inside one section
+WEEKS_PER_TABLE = 8  # of /gpuwhy stats: 16 causes x 8 weeks stay well inside one section
 
 Blocks = list[dict[str, Any]]
 
@@ -339,7 +339,7 @@ def stats_text(store: Store, weeks: int, now: datetime, timezone: str = "UTC",
 def stats_blocks(store: Store, weeks: int, now: datetime, timezone: str = "UTC",
                  scope: Scope = EVERYTHING) -> Blocks:
     """Block Kit for `/gpuwhy stats [weeks]`, one table per WEEKS_PER_TABLE weeks (a section
-    holds 3,000 characters: 52 weeks of 15 causes in one table would be three times that);
+    holds 3,000 characters: 52 weeks of 16 causes in one table would be three times that);
     raises StoreError, DigestError."""
     stats = _stats(store, weeks, now, timezone, scope)
     tables = [_render("stats.txt.j2", stats=part, scope=scope.label)

@@ -48,6 +48,7 @@ from triage.classify.checks.other import (
     explain_other_resources,
     leftover_other_constraint,
 )
+from triage.classify.checks.queue import check_queued_pod, check_queued_workload
 from triage.classify.checks.request import check_no_gpu_request
 from triage.classify.checks.scheduler import check_scheduler_unavailable
 from triage.classify.checks.selector import drop_selector, explain_selector
@@ -73,6 +74,11 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
     Cause.QUOTA_EXCEEDED: (PodCheck(Cause.QUOTA_EXCEEDED, When.ABSENT, check_quota),),
     Cause.RUNTIMECLASS_MISSING: (
         PodCheck(Cause.RUNTIMECLASS_MISSING, When.ABSENT, check_runtimeclass),),
+    # Kueue holds a queue-labelled workload suspended (no pods) or its pod gated until it
+    # admits it; until then the funnel has nothing to judge: the flavor it admits into may
+    # still set the pod's nodeSelector and tolerations.
+    Cause.QUEUED: (PodCheck(Cause.QUEUED, When.ABSENT, check_queued_workload),
+                   PodCheck(Cause.QUEUED, When.UNBOUND, check_queued_pod)),
     Cause.NO_GPU_REQUEST: (PodCheck(Cause.NO_GPU_REQUEST, When.PRESENT, check_no_gpu_request),),
     Cause.SELECTOR_MISMATCH: (
         NodeFilter(Cause.SELECTOR_MISMATCH, When.UNBOUND, drop_selector, explain_selector,

@@ -13,6 +13,7 @@ from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from scoring.whole import gfd_devices, whole_gpu_score
 from triage.classify.checks.gang import gang_summary
 from triage.classify.checks.hami import hami_fit
+from triage.classify.checks.queue import flavor_note
 from triage.classify.subject import Finding, Subject, primary
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
 from triage.nodetable import NodeInfo
@@ -23,6 +24,7 @@ MAX_DEVICE_NODES = 50  # more than one Slack reply can show
 
 
 def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
+    finding = flavor_note(subject, finding)
     pod = subject.pod
     message = latest_scheduling_failure(pod, subject.events) if pod is not None else None
     resource = primary(subject) if subject.gpu else None

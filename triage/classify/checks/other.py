@@ -85,22 +85,14 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
         Evidence(obj, where, f"{what}: not judged by gpuwhy") for obj, where, what in unjudged[:3]])
 
 
-# Kueue's gate (kueue.x-k8s.io/admission, ...) comes off when Kueue admits the workload.
-_KUEUE_GATE_PREFIX = "kueue.x-k8s.io/"
-
-
 def _gated(subject: Subject, fitting: str, gates: list[str]) -> Finding:
     """spec.schedulingGates: the scheduler does not look at the pod until they are removed
-    (the API server's SchedulingGated condition says so too, but the spec decides)."""
+    (the API server's SchedulingGated condition says so too, but the spec decides). Kueue's
+    gates are answered before the funnel (``queued``)."""
     names = ", ".join(gates)
-    if any(g.startswith(_KUEUE_GATE_PREFIX) for g in gates):
-        remover = (f"Kueue removes {'it' if len(gates) == 1 else 'them'} when it admits the "
-                   "workload: see why it waits with kubectl get workloads -n "
-                   f"{subject.ref.namespace} (quota, queue, priority).")
-    else:
-        remover = (f"Whoever added {'it' if len(gates) == 1 else 'them'} removes "
-                   f"{'it' if len(gates) == 1 else 'them'} when ready: check that controller "
-                   "is running, or remove the gate if nothing manages it.")
+    remover = (f"Whoever added {'it' if len(gates) == 1 else 'them'} removes "
+               f"{'it' if len(gates) == 1 else 'them'} when ready: check that controller "
+               "is running, or remove the gate if nothing manages it.")
     evidence = [Evidence(f"Pod {subject.label}", "spec.schedulingGates", names)]
     condition = pod_scheduled_false(subject.pod or {})
     if condition is not None and condition.get("reason") == SCHEDULING_GATED:
