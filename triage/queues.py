@@ -286,3 +286,13 @@ class QueueIndex:
     def cohort_members(self, cohort: str) -> list[K8sObject]:
         return [cq for (_, _), cq in sorted(self.by_kind.get("ClusterQueue", {}).items())
                 if cohort and cohort_name(cq) == cohort]
+
+
+def slim_workload(workload: K8sObject) -> K8sObject:
+    """What triage reads of a Workload that is not the ref's: its pod sets' counts, not their
+    templates (a whole pod spec each), and no managedFields."""
+    metadata = {k: v for k, v in (workload.get("metadata") or {}).items() if k != "managedFields"}
+    spec = dict(workload.get("spec") or {})
+    spec["podSets"] = [{k: v for k, v in pod_set.items() if k != "template"}
+                       for pod_set in spec.get("podSets") or [] if isinstance(pod_set, Mapping)]
+    return {**workload, "metadata": metadata, "spec": spec}

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from triage.snapshot import DUMP_FILES, Snapshot
+from triage.snapshot import DUMP_FILES, OPTIONAL_DUMP_LISTS, Snapshot
 
 REDACTED = "(redacted by gpuwhy snapshot)"
 # Annotations that hold an object's whole applied configuration (env values, tokens in
@@ -73,6 +73,8 @@ def write_bundle(snapshot: Snapshot, path: str | Path) -> Path:
     directory.mkdir(mode=DIRECTORY_MODE, parents=True, exist_ok=True)
     directory.chmod(DIRECTORY_MODE)
     for filename, attribute in DUMP_FILES.items():
+        if attribute in OPTIONAL_DUMP_LISTS and not getattr(snapshot, attribute):
+            continue  # a cluster that does not serve the group has no such file
         document = {"apiVersion": "v1", "kind": "List",
                     "items": redact(getattr(snapshot, attribute)),
                     "metadata": {"resourceVersion": ""}}

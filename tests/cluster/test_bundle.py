@@ -108,7 +108,9 @@ def test_triage_of_the_bundle_prints_what_live_triage_prints(
 def test_a_namespace_bundle_keeps_its_finished_pods(api: FakeKubeAPI, tmp_path: Path) -> None:
     kubeconfig = str(api.kubeconfig(tmp_path / "kubeconfig"))
     assert main(["snapshot", str(tmp_path / "b"), "-n", "team-b", "--kubeconfig", kubeconfig]) == 0
-    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted([*DUMP_FILES, README])
+    # no queues.json: the cluster does not serve kueue.x-k8s.io
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == sorted(
+        [*(set(DUMP_FILES) - {"queues.json"}), README])
     pods = json.loads((tmp_path / "b" / "pods.json").read_text())["items"]
     names = {(p["metadata"]["namespace"], p["metadata"]["name"], p["status"]["phase"])
              for p in pods}
@@ -195,3 +197,22 @@ def test_an_existing_bundle_directory_is_made_private(api: FakeKubeAPI, tmp_path
                  str(api.kubeconfig(tmp_path / "kubeconfig"))]) == 0
     assert bundle.stat().st_mode & 0o777 == 0o700
     assert (bundle / "pods.json").stat().st_mode & 0o777 == 0o600
+
+
+KUEUE = FIXTURES / "scenarios" / "kueue-basics"
+
+
+def test_a_bundle_of_a_kueue_cluster_has_queues_json(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        kubeconfig = str(server.kubeconfig(tmp_path / "kubeconfig"))
+        assert main(["snapshot", str(tmp_path / "b"), "--kubeconfig", kubeconfig]) == 0
+        paths = {r.path for r in server.requests}
+    written = json.loads((tmp_path / "b" / "queues.json").read_text())["items"]
+    recorded = json.loads((KUEUE / "queues.json").read_text())["items"]
+    assert {(o["kind"], o["metadata"]["name"]) for o in written} == {
+        (o["kind"], o["metadata"]["name"]) for o in recorded}
+    assert "/apis/kueue.x-k8s.io/v1beta2/clusterqueues" in paths  # the preferred version
+    for ref in json.loads((KUEUE / "expected.json").read_text()):
+        namespace, name = ref.split("/")
+        expected = json.loads((KUEUE / "expected.json").read_text())[ref]["cause"]
+        assert SnapshotSource(tmp_path / "b").triage(PodRef(namespace, name)).cause == expected

@@ -30,6 +30,7 @@ watch), so a triage from it costs only the per-ref reads above, whatever the clu
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,7 @@ from kubernetes.client import ApiClient
 
 from scoring.dra import serves_extended
 from scoring.objects import K8sObject, object_key
+from triage import queues
 from triage.admission import ordinal_base
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import slim_nodes, slim_pods
@@ -63,6 +65,8 @@ from triage.cluster.reader import (
     NotServed,
     Resource,
     gang_resources,
+    UnknownVersion,
+    kueue_resource,
 )
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
@@ -70,6 +74,8 @@ from triage.gangs import group_name
 from triage.pods import named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, rfc3339
+
+log = logging.getLogger(__name__)
 
 # More names than this: one list of the namespace's events instead of one request per name.
 MAX_EVENT_QUERIES = 8
@@ -368,6 +374,34 @@ def read_gang_pods(reader: ClusterReader, found: RefObjects, ref: PodRef,
         found.problems)])
 
 
+# What a triage reads of Kueue (Cohorts and WorkloadPriorityClasses decide no answer: the
+# ClusterQueues name their cohort, the Workloads carry their priority).
+TRIAGE_QUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload")
+
+
+def read_queues(reader: ClusterReader, found: RefObjects,
+                page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """Kueue's objects, for a ref Kueue queues or admitted (its label, gate or annotation);
+    any other ref costs no request at all, on any cluster. A failed read is noted in the
+    Verdict: the answer is still ``queued``, without the queue's numbers."""
+    if not any(queues.kueue_involved(obj) for obj in (*found.pods, *found.workloads)):
+        return []
+    return _optional(found.problems, lambda: (list_queues(reader, TRIAGE_QUEUE_KINDS,
+                                                          page_size), ""))
+
+
+def list_queues(reader: ClusterReader, kinds: Sequence[str],
+                page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """Every object of those Kueue kinds (Workloads slim), in the version the server prefers;
+    none where it does not serve kueue.x-k8s.io."""
+    version = reader.served_version(queues.GROUP, queues.KNOWN_VERSIONS)
+    if version is None:
+        return []
+    return [obj for kind in kinds for obj in reader.list_all(
+        kueue_resource(kind, version), page_size=page_size,
+        keep=queues.slim_workload if kind == "Workload" else None)[0]]
+
+
 def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_PAGE_SIZE,
                   timeout: float = DEFAULT_TIMEOUT, cluster: str = "") -> Snapshot:
     """Everything one triage of ``ref`` needs, read cold from the API (``gpuwhy triage``).
@@ -390,6 +424,11 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
                     workloads=found.workloads, dra=dra, gangs=gangs,
+        kueue = read_queues(reader, found, page_size)
+        nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
+    return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
+                    resourcequotas=quotas, runtimeclasses=runtime_classes,
+                    workloads=found.workloads, dra=dra, queues=kueue,
                     cluster=cluster or reader.server,
                     problems=tuple(found.problems), read_at=rfc3339(datetime.now(UTC)))
 
@@ -439,3 +478,12 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
     return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
                     runtimeclasses=runtime_classes, workloads=workloads, dra=dra,
                     gangs=read_gangs(reader, namespace, page_size), cluster=reader.server)
+           *served(reader, RESOURCE_SLICES, page_size=page_size)]
+    try:
+        kueue = list_queues(reader, queues.QUEUE_KINDS, page_size)
+    except UnknownVersion as exc:
+        log.warning("gpuwhy snapshot: %s", exc)
+        kueue = []
+    return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
+                    runtimeclasses=runtime_classes, workloads=workloads, dra=dra,
+                    queues=kueue, cluster=reader.server)

@@ -7,7 +7,7 @@ import json
 import logging
 import re
 import ssl
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +17,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from scoring.objects import K8sObject
+from triage import queues
 from triage.cluster.errors import AdmissionRejected, Expired, one_line
 from triage.cluster.kubeconfig import server_url
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
@@ -81,6 +82,16 @@ def gang_resources(version: str) -> tuple[Resource, Resource]:
 ACCESS_REVIEWS = Resource("selfsubjectaccessreviews", "SelfSubjectAccessReview",
                           "authorization.k8s.io/v1")
 _VERSION = Resource("version", "Info", "v1")  # only names GET /version in error sentences
+# Kueue (kueue.x-k8s.io): a CRD group; which version is read is the server's to say.
+KUEUE_PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqueues",
+                 "LocalQueue": "localqueues", "Workload": "workloads", "Cohort": "cohorts",
+                 "WorkloadPriorityClass": "workloadpriorityclasses"}
+
+
+def kueue_resource(kind: str, version: str) -> Resource:
+    return Resource(KUEUE_PLURALS[kind], kind, f"{queues.GROUP}/{version}")
+
+
 WORKLOADS: dict[str, Resource] = {
     "Deployment": Resource("deployments", "Deployment", "apps/v1"),
     "ReplicaSet": Resource("replicasets", "ReplicaSet", "apps/v1"),
@@ -124,6 +135,10 @@ class NotServed(ClusterError):
     """A list answered 404: the API server does not serve that resource (or its group)."""
 
 
+class UnknownVersion(ClusterError):
+    """The API group is served, but in no version gpuwhy reads."""
+
+
 class ClusterReader:
     """Raw JSON requests with a timeout; errors become one-sentence ClusterErrors."""
 
@@ -131,6 +146,7 @@ class ClusterReader:
         self.api_client = api_client
         self.timeout = timeout
         self.server = server_url(api_client)
+        self._versions: dict[str, str | None] = {}  # API group -> the version read (discovery)
 
     def get(self, resource: Resource, namespace: str, name: str) -> K8sObject | None:
         """One object, or None when it does not exist."""
@@ -231,6 +247,30 @@ class ClusterReader:
             raise self._invalid_json(call) from exc
         finally:
             response.release_conn()
+
+    def served_version(self, group: str, known: Sequence[str]) -> str | None:
+        """The version of an API group to read (GET /apis/GROUP, asked once per reader): the
+        server's preferred one when gpuwhy reads it, as kubectl does, else the first one it
+        reads that is served; None when the group is not served at all."""
+        if group in self._versions:
+            return self._versions[group]
+        call = _Call("get", Resource(f"API group {group}", "APIGroup", "v1"))
+        response = self._request(call, "GET", f"/apis/{quote(group, safe='')}", [])
+        found: str | None = None
+        if response is not None:
+            document = self._json(call, response)
+            served = [str(v.get("version")) for v in document.get("versions") or []
+                      if isinstance(v, Mapping)]
+            preferred = (document.get("preferredVersion") or {}).get("version")
+            found = preferred if preferred in known else next(
+                (version for version in known if version in served), None)
+            if found is None:
+                raise UnknownVersion(
+                    f"The Kubernetes API server at {self.server} serves {group} only as "
+                    f"{', '.join(served) or 'no version'}; gpuwhy reads {', '.join(known)}, so "
+                    "it leaves those objects out.")
+        self._versions[group] = found
+        return found
 
     def create_dry_run(self, resource: Resource, namespace: str, body: K8sObject) -> K8sObject:
         """Server-side dry-run create: admission runs in full, nothing is stored."""

@@ -9,7 +9,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +21,7 @@ import msgspec
 from kubernetes.client import ApiClient
 
 from scoring.objects import K8sObject, is_terminated, object_key
+from triage import queues
 from triage.cluster.errors import Expired, one_line
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.pages import slim_nodes, slim_pods
@@ -45,6 +46,8 @@ from triage.cluster.reader import (
     NotServed,
     Resource,
     gang_resources,
+    UnknownVersion,
+    kueue_resource,
 )
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
@@ -106,15 +109,13 @@ class _NodeStore:
 
 class _ObjectStore:
     """Whole objects by namespace and name (ResourceSlices, ResourceClaims: small, and read
-    in full by the DRA checks); viewed in the API server's order."""
+    in full by the DRA checks; Kueue's objects, Workloads slim); viewed in the API server's
+    order."""
 
-    def __init__(self) -> None:
+    def __init__(self, slim: Callable[[K8sObject], K8sObject] | None = None) -> None:
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str], K8sObject] = {}
-
-    @staticmethod
-    def slim(obj: K8sObject) -> K8sObject:
-        return _without_managed_fields(obj)
+        self.slim: Callable[[K8sObject], K8sObject] = slim or _without_managed_fields
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's objects, slim already."""
@@ -123,8 +124,9 @@ class _ObjectStore:
             self._objects = fresh
 
     def upsert(self, obj: K8sObject) -> None:
+        kept = self.slim(obj)
         with self._lock:
-            self._objects[object_key(obj)] = _without_managed_fields(obj)
+            self._objects[object_key(obj)] = kept
 
     def remove(self, obj: K8sObject) -> None:
         with self._lock:
@@ -477,6 +479,44 @@ class _Reflector:
             response.shutdown()
 
 
+class _QueueDiscovery:
+    """Asks once whether the cluster serves Kueue, and in which version, then starts the
+    watches of its kinds: a cluster without Kueue costs this one request."""
+
+    def __init__(self, cache: WatchCache) -> None:
+        self.cache = cache
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="watch-kueue-discovery",
+                                       daemon=True)
+
+    def run(self) -> None:
+        cache, stop = self.cache, self.cache.stopped
+        while not stop.is_set():
+            try:
+                version = cache.reader.served_version(queues.GROUP, queues.KNOWN_VERSIONS)
+            except UnknownVersion as exc:
+                log.warning("watch cache: %s", exc)
+                version = None
+            except ClusterError as exc:
+                cache.last_error = str(exc)
+                log.warning("watch cache: %s", exc)
+                stop.wait(cache.retry_delay)
+                continue
+            if version is not None:
+                started = tuple(_Reflector(cache, kueue_resource(kind, version), "",
+                                           cache.queues[kind], optional=True)
+                                for kind in CACHED_QUEUE_KINDS)
+                cache._reflectors = (*cache._reflectors, *started)
+                for reflector in started:
+                    reflector.thread.start()
+            self.done.set()
+            return
+
+
+# Kueue's kinds the cache keeps: few, but Workloads (slim) grow with the queued jobs.
+CACHED_QUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "Workload")
+
+
 class WatchCache:
     """Nodes, non-terminated pods, the DRA objects (ResourceSlices, ResourceClaims,
     DeviceClasses, ResourceClaimTemplates) and, where served, scheduling.k8s.io's Workloads
@@ -506,7 +546,11 @@ class WatchCache:
         self.gang_workloads = _ObjectStore()
         self.pod_groups = _ObjectStore()
         workloads, pod_groups = gang_resources("")
-        self._reflectors = (
+        # Kueue's objects, by kind: watched only where discovery says the group is served
+        self.queues = {kind: _ObjectStore(queues.slim_workload if kind == "Workload" else None)
+                       for kind in CACHED_QUEUE_KINDS}
+        self._discovery = _QueueDiscovery(self)
+        self._reflectors: tuple[_Reflector, ...] = (
             _Reflector(self, NODES, "", self.nodes),
             _Reflector(self, PODS, NON_TERMINATED, self.pods),
             _Reflector(self, RESOURCE_SLICES, "", self.slices, optional=True),
@@ -521,9 +565,12 @@ class WatchCache:
     def start(self) -> None:
         for reflector in self._reflectors:
             reflector.thread.start()
+        self._discovery.thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         self.stopped.set()
+        if self._discovery.thread.is_alive():
+            self._discovery.thread.join(timeout)
         for reflector in self._reflectors:
             reflector.close()
         for reflector in self._reflectors:
@@ -556,12 +603,14 @@ class WatchCache:
 
     @property
     def ready(self) -> bool:
-        """True once nodes, pods and the DRA objects have each been listed."""
-        return all(r.listed.is_set() for r in self._reflectors)
+        """True once nodes, pods, the DRA objects (and Kueue's, where served) have each been
+        listed."""
+        return self._discovery.done.is_set() and all(r.listed.is_set() for r in self._reflectors)
 
     def wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        return all(r.listed.wait(max(deadline - time.monotonic(), 0.0)) for r in self._reflectors)
+        return self._discovery.done.wait(timeout) and all(
+            r.listed.wait(max(deadline - time.monotonic(), 0.0)) for r in self._reflectors)
 
     def all_pods(self) -> list[K8sObject]:
         """The non-terminated pods as cached, without a request (the stuck-pod watch)."""
@@ -609,6 +658,7 @@ class WatchCache:
             dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
                  *self.slices.view(), *self.taint_rules.view()],
             gangs=gangs,
+            queues=[obj for kind in CACHED_QUEUE_KINDS for obj in self.queues[kind].view()],
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
             read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node,
