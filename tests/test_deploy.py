@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bot.cli.doctor import READ_RESOURCES, READ_VERBS
+from bot.cli.doctor import READ_RESOURCES, READ_VERBS, kueue_reads
 from bot.config import load_config
 from tests.conftest import kubectl_or_skip
 from triage.cluster import EVENTS, NODES, PODS, QUOTAS, RUNTIME_CLASSES, WORKLOADS
@@ -116,8 +116,10 @@ def test_deploy_directory_renders_the_sqlite_overlay() -> None:
 def test_the_reader_role_covers_every_read_and_writes_nothing(rendered: Objects) -> None:
     granted = verbs(rendered, "gpuwhy-reader")
     assert {verb for found in granted.values() for verb in found} == {"get", "list", "watch"}
-    # Everything `gpuwhy doctor` checks, which is everything triage reads (DRA included).
-    assert granted == {(r.group, r.plural): set(READ_VERBS) for r in READ_RESOURCES}
+    # Everything `gpuwhy doctor` checks, which is everything triage reads (DRA and, where
+    # served, Kueue included).
+    assert granted == {(r.group, r.plural): set(READ_VERBS)
+                       for r in (*READ_RESOURCES, *kueue_reads("v1beta2"))}
     for resource in (NODES, PODS, EVENTS, QUOTAS, RUNTIME_CLASSES, *WORKLOADS.values()):
         assert resource in READ_RESOURCES
 

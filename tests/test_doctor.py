@@ -10,7 +10,7 @@ import alembic.command
 import pytest
 import yaml
 
-from bot.cli.doctor import BOT_SCOPES, READ_RESOURCES, READ_VERBS
+from bot.cli.doctor import BOT_SCOPES, READ_RESOURCES, READ_VERBS, kueue_reads
 from bot.cli.main import main
 from bot.store import Store, alembic_config
 from tests.conftest import SCENARIOS
@@ -101,12 +101,26 @@ def test_denied_permissions_are_named(setup: list[str], api: FakeKubeAPI,
     assert verdict == "gpuwhy doctor: 1 of 5 checks failed (access)"
 
 
+def test_kueue_is_checked_where_it_is_served(setup: list[str], slack: FakeSlack,
+                                            tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeKubeAPI(SCENARIOS / "kueue-basics") as kueue:
+        kueue.deny("list", "workloads", "kueue.x-k8s.io")
+        argv = [*setup[:2], str(kueue.kubeconfig(tmp_path / "kueue")), *setup[3:]]
+        code, checks, _ = doctor(argv, capsys)
+    assert (code, failed(checks)) == (1, ["access"])
+    assert checks["access"] == (
+        "FAIL  access   1 of 60 reads are not allowed: list workloads.kueue.x-k8s.io "
+        "(deploy/base/rbac.yaml grants them all)")
+
+
 def test_the_shipped_role_grants_what_doctor_checks() -> None:
     rules = yaml.safe_load_all((DEPLOY / "base" / "rbac.yaml").read_text())
     role = next(document for document in rules if document["kind"] == "ClusterRole")
     granted = {(group, resource, verb) for rule in role["rules"] for group in rule["apiGroups"]
                for resource in rule["resources"] for verb in rule["verbs"]}
-    assert granted == {(r.group, r.plural, verb) for r in READ_RESOURCES for verb in READ_VERBS}
+    assert granted == {(r.group, r.plural, verb) for r in (*READ_RESOURCES, *kueue_reads("v1"))
+                       for verb in READ_VERBS}
 
 
 def test_the_slack_manifest_asks_for_the_scopes_doctor_checks(slack: FakeSlack) -> None:

@@ -26,6 +26,7 @@ from bot.config import BotConfig, ClusterSource, ConfigError, load_config
 from bot.slack.app import slack_client
 from bot.slack.quiet import quiet_client, slack_failure
 from bot.store import Store, StoreError, database_url
+from triage import queues
 from triage.cluster.kubeconfig import load_api_client
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
@@ -41,6 +42,8 @@ from triage.cluster.reader import (
     WORKLOADS,
     ClusterReader,
     gang_resources,
+    Resource,
+    kueue_resource,
 )
 from triage.errors import ClusterError
 
@@ -203,18 +206,26 @@ def _check_cluster(args: argparse.Namespace, name: str | None,
             Result("access", access.ok, f"{named}{access.detail}")]
 
 
+def kueue_reads(version: str) -> tuple[Resource, ...]:
+    """Kueue's kinds gpuwhy reads (a bundle reads all six), in the version it reads."""
+    return tuple(kueue_resource(kind, version) for kind in queues.QUEUE_KINDS)
+
+
 def check_access(reader: ClusterReader) -> Result:
     try:
-        missing = [f"{verb} {resource.display}" for resource in READ_RESOURCES
+        # Kueue's objects only where the cluster serves the group: elsewhere nothing reads them
+        version = reader.served_version(queues.GROUP, queues.KNOWN_VERSIONS)
+        resources = (*READ_RESOURCES, *(kueue_reads(version) if version else ()))
+        missing = [f"{verb} {resource.display}" for resource in resources
                    for verb in READ_VERBS if not reader.access_allowed(verb, resource)]
     except ClusterError as exc:
         return Result("access", False, f"cannot review gpuwhy's access: {exc}")
-    total = len(READ_RESOURCES) * len(READ_VERBS)
+    total = len(resources) * len(READ_VERBS)
     if missing:
         return Result("access", False, f"{len(missing)} of {total} reads are not allowed: "
                       f"{', '.join(missing)} (deploy/base/rbac.yaml grants them all)")
     return Result("access", True, f"all {total} reads allowed ({', '.join(READ_VERBS)} on "
-                  f"{len(READ_RESOURCES)} resources)")
+                  f"{len(resources)} resources)")
 
 
 def check_store(db: str | None, env: Mapping[str, str]) -> Result:

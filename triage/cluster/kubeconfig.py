@@ -146,6 +146,9 @@ def load_api_client(kubeconfig: str | None = None, context: str | None = None, *
         raise ClusterError(f"Cannot use {where}: {detail or type(exc).__name__}.") from exc
     configuration.retries = urllib3.Retry(total=2, connect=2, read=0, redirect=0, status=0,
                                           other=0)
+    # The watch cache holds a stream per watched kind (11 with DRA and Kueue) besides the
+    # triage's own requests; the default (5 per CPU) would discard connections on 2 CPUs.
+    configuration.connection_pool_maxsize = max(configuration.connection_pool_maxsize or 0, 32)
     return ApiClient(configuration)
 
 
