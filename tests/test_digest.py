@@ -428,3 +428,34 @@ def test_scheduler_without_channel_or_with_bad_settings(tmp_path: Path) -> None:
         with pytest.raises(DigestError, match=message):
             DigestScheduler(store, Posts(), bad)
     store.close()
+
+
+def test_queues_section_names_the_flavors_people_waited_on_and_the_demand() -> None:
+    source = SnapshotSource(SCENARIOS / "kueue-basics")
+    monday = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    refs = ["team-a/eval-nightly", "team-a/resnet-sweep", "team-a/big-pretrain",
+            "team-b/notebook-gpu", "team-b/render-batch", "team-c/sim-h200",
+            "team-a/eval-nightly", "team-b/sd-train"]
+    incidents = [incident(n, monday + timedelta(hours=n), source.triage(parse_ref(ref)))
+                 for n, ref in enumerate(refs)]
+    digest = compute_digest(incidents, monday, ZoneInfo("UTC"))
+    assert [(q.cluster_queue, q.flavor, q.answers, q.asked, q.largest, q.nominal)
+            for q in digest.queues] == [("team-a-cq", "a100", 4, 24, 16, 8),
+                                        ("team-b-cq", "h100", 1, 1, 1, 16)]
+    assert digest.queue_problems == 2  # the missing LocalQueue, the inactive ClusterQueue
+    text = digest_text(digest)
+    assert ("  team-a-cq / a100: 4 answers, asked 24 nvidia.com/gpu in all (largest 16) "
+            "against a quota of 8") in text.splitlines()
+    assert "  2 answers waited on a queue problem (a missing LocalQueue, an inactive " \
+        "ClusterQueue, ...)" in text.splitlines()
+    shown = json.dumps(digest_blocks(digest), ensure_ascii=False)
+    assert "*Queues*" in shown and "team-b-cq / h100: 1 answer, asked 1" in shown
+
+
+def test_no_queues_section_without_queued_answers() -> None:
+    monday = datetime(2026, 11, 23, 8, tzinfo=UTC)
+    digest = compute_digest([incident(1, monday, Verdict("ml/x", "exhausted", "wait"))],
+                            monday, ZoneInfo("UTC"))
+    assert digest.queues == () and digest.queue_problems == 0
+    assert "Queues" not in digest_text(digest)
+    assert "Queues" not in json.dumps(digest_blocks(digest))

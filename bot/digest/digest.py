@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from functools import cache
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -80,6 +82,63 @@ class BrokenNode:
 
 
 @dataclass(frozen=True)
+class QueueWait:
+    """A ClusterQueue's flavor that made people wait (`queued` answers short of its quota)."""
+
+    cluster_queue: str
+    flavor: str
+    resource: str
+    answers: int
+    asked: Decimal  # what those answers' workloads needed, summed
+    largest: Decimal
+    nominal: Decimal  # the quota, as the newest of them saw it
+
+    @property
+    def text(self) -> str:
+        return (f"{self.cluster_queue} / {self.flavor}: {self.answers} "
+                f"answer{'s' if self.answers != 1 else ''}, asked {_amount(self.asked)} "
+                f"{self.resource} in all (largest {_amount(self.largest)}) against a quota "
+                f"of {_amount(self.nominal)}")
+
+
+# What a `queued` answer's evidence says of a flavor (triage/classify/checks/queue.py).
+_QUEUE_FLAVOR = re.compile(r"^flavor (?P<flavor>\S+) \[(?P<resource>[^\]]+)\]$")
+_QUEUE_NUMBERS = re.compile(r"^nominal (?P<nominal>[0-9.]+), reserved [0-9.]+"
+                            r"(?:, borrowingLimit [0-9.]+)?, needs (?P<needs>[0-9.]+)$")
+
+
+def _amount(value: Decimal) -> str:
+    return str(value.normalize()) if value != value.to_integral() else str(int(value))
+
+
+def queue_waits(incidents: Iterable[StoredIncident]) -> tuple[tuple[QueueWait, ...], int]:
+    """The flavors `queued` answers waited on, most answers first; and how many `queued`
+    answers named no quota (a missing LocalQueue, an inactive ClusterQueue, ...)."""
+    found: dict[tuple[str, str, str], list[tuple[datetime, Decimal, Decimal]]] = {}
+    other = 0
+    for incident in incidents:
+        if incident.verdict.cause != Cause.QUEUED:
+            continue
+        named = False
+        for evidence in incident.verdict.evidence:
+            flavor = _QUEUE_FLAVOR.match(evidence.field)
+            numbers = _QUEUE_NUMBERS.match(evidence.value)
+            if not evidence.object.startswith("ClusterQueue ") or not flavor or not numbers:
+                continue
+            named = True
+            key = (evidence.object.removeprefix("ClusterQueue "), flavor["flavor"],
+                   flavor["resource"])
+            found.setdefault(key, []).append((incident.created_at, Decimal(numbers["needs"]),
+                                              Decimal(numbers["nominal"])))
+        other += not named
+    waits = [QueueWait(queue, flavor, resource, len(seen), sum((n for _, n, _ in seen),
+                                                             Decimal(0)),
+                       max(n for _, n, _ in seen), max(seen)[2])
+             for (queue, flavor, resource), seen in found.items()]
+    return tuple(sorted(waits, key=lambda w: (-w.answers, w.cluster_queue, w.flavor))), other
+
+
+@dataclass(frozen=True)
 class Digest:
     key: str  # "2026-W48", or "2026-W45..2026-W48" for several weeks
     start: datetime  # local Monday 00:00
@@ -97,6 +156,8 @@ class Digest:
     # One per cluster when the period's answers come from more than one, busiest first.
     clusters: tuple[ClusterSection, ...] = ()
     broken_nodes: tuple[BrokenNode, ...] = ()  # most weeks first
+    queues: tuple[QueueWait, ...] = ()  # the flavors `queued` answers waited on
+    queue_problems: int = 0  # `queued` answers about a queue, not its quota
 
     @property
     def first_time(self) -> tuple[str, ...]:
@@ -195,6 +256,7 @@ def compute_digest(
     )
     refs = Counter(incident.verdict.ref for incident in current)
     last_key = week_key(add_weeks(end, -1))
+    waits, queue_problems = queue_waits(current)
     return Digest(
         key=last_key if weeks == 1 else f"{week_key(start)}..{last_key}",
         start=start,
@@ -211,6 +273,8 @@ def compute_digest(
         repair=sum(counts[cause] for cause in REPAIR_CAUSES),
         clusters=_cluster_sections(current, previous_clusters),
         broken_nodes=broken_nodes(incidents, end, tz),
+        queues=waits,
+        queue_problems=queue_problems,
     )
 
 

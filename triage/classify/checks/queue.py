@@ -218,12 +218,12 @@ def _quota(subject: Subject, index: QueueIndex, what: str, owner: K8sObject,
                and (cq.get("metadata") or {}).get("name") != name]
     lendable = {f.flavor: _lendable(members, f.flavor, resource) for f in flavors}
     ceilings = {f.flavor: _ceiling(f, cohort, members, resource) for f in flavors}
-    for quota in flavors:
+    for quota in flavors:  # the digest's "Queues" section reads these back
         evidence.append(Evidence(
             f"ClusterQueue {name}", f"flavor {quota.flavor} [{resource}]",
             f"nominal {num(quota.nominal)}, reserved {num(quota.reserved)}"
             + (f", borrowingLimit {num(quota.borrowing_limit)}"
-               if quota.borrowing_limit is not None else "")))
+               if quota.borrowing_limit is not None else "") + f", needs {num(need)}"))
     if all(need > ceilings[f.flavor] for f in flavors):
         most = "; ".join(f"{num(ceilings[f.flavor])} in flavor {f.flavor} "
                          f"({_ceiling_how(f, cohort)})" for f in flavors)
