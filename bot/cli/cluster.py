@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from bot.cli.commands import command_help
 from bot.cli.options import add_cluster_options
 from bot.config import ConfigError, load_config
 from triage.classify import triage
+from triage.classify.checks.queue import preview_admission
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.cluster import (
     AdmissionRejected,
@@ -29,10 +32,14 @@ from triage.cluster import (
     read_bundle,
     read_manifest,
 )
+from triage.cluster.manifest import with_flavor
+from triage.cluster.read import merge_pods
 from triage.config import TriageConfig
 from triage.errors import ClusterError
+from triage.objects import K8sObject
+from triage.pods import gpu_requests
 from triage.refs import PodRef
-from triage.snapshot import DUMP_FILES
+from triage.snapshot import DUMP_FILES, Snapshot
 from triage.vocabulary import CAUSE_INFO, Cause
 
 EXIT_OK, EXIT_NO, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3
@@ -126,10 +133,18 @@ def _check_one(args: argparse.Namespace, api_client: ApiClient, manifest_pod: Ma
             print(f"{info.emoji} {exc.cause.value} — admission would reject it: {exc.message}\n"
                   f"Next: {info.next_action}\n")
         return False
-    snapshot = preflight_snapshot(api_client, pod, args.page_size, args.request_timeout)
+    snapshot = preflight_snapshot(api_client, pod, args.page_size, args.request_timeout,
+                                  queued=manifest_pod.queue is not None)
     # The dry run names the pod from generateName; the answer speaks of the manifest's name.
     created, wanted = (f"{namespace}/{pod['metadata']['name']}",
                        f"{namespace}/{manifest_pod.source.partition('/')[2]}")
+    if manifest_pod.queue is not None:
+        # Kueue admits it first: it is queued, or starts in a flavor that may set its nodes
+        admitted = _admission(snapshot, manifest_pod, namespace, pod, config)
+        if admitted is None:
+            return False
+        pod = with_flavor(pod, admitted)
+        snapshot = replace(snapshot, pods=merge_pods(snapshot.pods, [pod]))
     verdict = triage(snapshot, PodRef(namespace, pod["metadata"]["name"]), config)
     cause = Cause(verdict.cause)
     if cause == Cause.NO_GPU_REQUEST:
@@ -154,6 +169,27 @@ def _check_one(args: argparse.Namespace, api_client: ApiClient, manifest_pod: Ma
         return False
     print(f"✅ would schedule — {verdict.node_summary or 'admitted'}\n")
     return True
+
+
+def _admission(snapshot: Snapshot, manifest_pod: ManifestPod, namespace: str,
+               pod: K8sObject, config: TriageConfig) -> K8sObject | None:
+    """Print whether Kueue would admit the manifest's workload now; the flavor it would start
+    in (an empty one when it asks for no GPU), or None when it would be queued."""
+    index = snapshot.queue_index
+    gpus = {r: n for r, n in gpu_requests(pod.get("spec") or {}, config).items() if n > 0}
+    queue = manifest_pod.queue or ""
+    if not gpus:
+        return {}
+    resource, per_pod = next(iter(gpus.items()))
+    flavor, why = preview_admission(index, manifest_pod.source.replace("/", " ", 1),
+                                    namespace, queue, resource,
+                                    Decimal(per_pod * manifest_pod.count))
+    if flavor is None:
+        info = CAUSE_INFO[Cause.QUEUED]
+        print(f"{info.emoji} would be queued in LocalQueue {namespace}/{queue}: {why}\n")
+        return None
+    print(f"would be admitted (flavor {flavor}): {why}")
+    return index.get("ResourceFlavor", "", flavor) or {}
 
 
 def _would_not(cause: Cause, ref: str, action: str) -> None:

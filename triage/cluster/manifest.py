@@ -12,8 +12,9 @@ import yaml
 from kubernetes.client import ApiClient
 
 from scoring.objects import K8sObject
+from triage import queues
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.read import merge_pods, namespace_policy
+from triage.cluster.read import TRIAGE_QUEUE_KINDS, list_queues, merge_pods, namespace_policy
 from triage.cluster.reader import (
     NODES,
     NON_TERMINATED,
@@ -45,6 +46,8 @@ class ManifestPod:
     source: str  # "Job/finetune"
     namespace: str  # "" when the manifest names none
     pod: K8sObject  # a Pod body ready to create
+    queue: str | None = None  # the LocalQueue its label kueue.x-k8s.io/queue-name names
+    count: int = 1  # pods that run at once (a Job's parallelism): what Kueue admits together
 
 
 def read_manifest(path: str | Path) -> list[ManifestPod]:
@@ -106,8 +109,11 @@ def _pod_of(document: K8sObject) -> ManifestPod | None:
     pod_meta = {k: v for k, v in (template.get("metadata") or {}).items()
                 if k not in ("name", "namespace", "resourceVersion", "uid")}
     pod_meta["generateName"] = f"{name.rstrip('-')}-" if name else "check-"
+    parallelism = (document.get("spec") or {}).get("parallelism", 1) if kind == "Job" else 1
     return ManifestPod(f"{kind}/{name}", namespace, {
-        "apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]})
+        "apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]},
+        queues.queue_name(document),
+        parallelism if isinstance(parallelism, int) and parallelism > 0 else 1)
 
 
 def dry_run_pod(api_client: ApiClient, pod: K8sObject, namespace: str,
@@ -124,15 +130,29 @@ def dry_run_pod(api_client: ApiClient, pod: K8sObject, namespace: str,
 
 def preflight_snapshot(api_client: ApiClient, pod: K8sObject,
                        page_size: int = DEFAULT_PAGE_SIZE,
-                       timeout: float = DEFAULT_TIMEOUT) -> Snapshot:
-    """A Snapshot built like ``read_snapshot``, with the would-be pod in it."""
+                       timeout: float = DEFAULT_TIMEOUT, queued: bool = False) -> Snapshot:
+    """A Snapshot built like ``read_snapshot``, with the would-be pod in it; with ``queued``
+    (the manifest names a LocalQueue), Kueue's objects too."""
     reader = ClusterReader(api_client, timeout)
     namespace = pod["metadata"].get("namespace", "")
     nodes, _ = reader.list_all(NODES, page_size=page_size)
     pods, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=page_size)
     quotas, runtime_classes = namespace_policy(reader, namespace, page_size)
+    kueue = list_queues(reader, TRIAGE_QUEUE_KINDS, page_size) if queued else []
     return Snapshot(nodes=nodes, pods=merge_pods(pods, [pod]), resourcequotas=quotas,
-                    runtimeclasses=runtime_classes, cluster=reader.server)
+                    runtimeclasses=runtime_classes, queues=kueue, cluster=reader.server)
+
+
+def with_flavor(pod: K8sObject, flavor: K8sObject | None) -> K8sObject:
+    """The pod as Kueue starts it in a flavor: its nodeLabels merged into the nodeSelector,
+    its tolerations added."""
+    spec = (flavor or {}).get("spec") or {}
+    pod_spec = dict(pod.get("spec") or {})
+    if labels := spec.get("nodeLabels"):
+        pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **labels}
+    if tolerations := spec.get("tolerations"):
+        pod_spec["tolerations"] = [*(pod_spec.get("tolerations") or []), *tolerations]
+    return {**pod, "spec": pod_spec}
 
 
 def missing_claims(api_client: ApiClient, pod: K8sObject,

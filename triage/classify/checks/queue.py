@@ -9,6 +9,7 @@ is quoted as evidence, never the only source of a number.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -201,51 +202,110 @@ def _parallelism(owner: Mapping[str, Any]) -> int:
     return parallelism if isinstance(parallelism, int) and parallelism > 0 else 1
 
 
+@dataclass(frozen=True)
+class FlavorRoom:
+    """One flavor of a ClusterQueue for one resource: its quota, what the cohort lends now,
+    what is free now, and the most it can ever hold."""
+
+    quota: FlavorQuota
+    lendable: Decimal
+    free: Decimal
+    ceiling: Decimal
+
+
+def flavor_rooms(index: QueueIndex, cluster_queue: Mapping[str, Any],
+                 resource: str) -> list[FlavorRoom]:
+    """The flavors covering ``resource``, in the order Kueue tries them."""
+    name = (cluster_queue.get("metadata") or {}).get("name")
+    cohort = queues.cohort_name(cluster_queue)
+    members = [cq for cq in index.cohort_members(cohort)
+               if (cq.get("metadata") or {}).get("name") != name]
+    rooms = []
+    for quota in queues.flavor_quotas(cluster_queue, resource):
+        lendable = _lendable(members, quota.flavor, resource)
+        borrowable = (lendable if quota.borrowing_limit is None
+                      else min(lendable, quota.borrowing_limit))
+        rooms.append(FlavorRoom(quota, lendable, quota.unused + borrowable,
+                                _ceiling(quota, cohort, members, resource)))
+    return rooms
+
+
 def _quota(subject: Subject, index: QueueIndex, what: str, owner: K8sObject,
            workload: K8sObject, cluster_queue: Mapping[str, Any],
            evidence: list[Evidence]) -> str:
     """Why the quota does not fit it now, or ever: the numbers, per flavor."""
     name = str((cluster_queue.get("metadata") or {}).get("name") or "?")
     resource = primary(subject)
-    flavors = queues.flavor_quotas(cluster_queue, resource) if subject.gpu else []
+    rooms = flavor_rooms(index, cluster_queue, resource) if subject.gpu else []
     condition = queues.condition(workload, "QuotaReserved") or {}
-    if not flavors:
+    if not rooms:
         return (f"{what} waits for admission in ClusterQueue {name}: "
                 f"{condition.get('message') or condition.get('reason') or 'no reason given'}.")
     need, how = _demand(subject, owner, workload, resource)
     cohort = queues.cohort_name(cluster_queue)
-    members = [cq for cq in index.cohort_members(cohort) if cq is not cluster_queue
-               and (cq.get("metadata") or {}).get("name") != name]
-    lendable = {f.flavor: _lendable(members, f.flavor, resource) for f in flavors}
-    ceilings = {f.flavor: _ceiling(f, cohort, members, resource) for f in flavors}
-    for quota in flavors:  # the digest's "Queues" section reads these back
+    for room in rooms:  # the digest's "Queues" section reads these back
+        quota = room.quota
         evidence.append(Evidence(
             f"ClusterQueue {name}", f"flavor {quota.flavor} [{resource}]",
             f"nominal {num(quota.nominal)}, reserved {num(quota.reserved)}"
             + (f", borrowingLimit {num(quota.borrowing_limit)}"
                if quota.borrowing_limit is not None else "") + f", needs {num(need)}"))
-    if all(need > ceilings[f.flavor] for f in flavors):
-        most = "; ".join(f"{num(ceilings[f.flavor])} in flavor {f.flavor} "
-                         f"({_ceiling_how(f, cohort)})" for f in flavors)
-        return (f"{what} needs {num(need)} {resource} ({how}), more than ClusterQueue "
-                f"{name} can ever give: at most {most}. It will wait forever: split it into "
+    if all(need > room.ceiling for room in rooms):
+        return (f"{what} needs {num(need)} {resource} ({how}), "
+                + _never(name, cohort, rooms) + " It will wait forever: split it into "
                 f"smaller jobs, or ask for quota in {name}.")
     parts = []
-    for quota in flavors:
-        borrow = _borrowing(quota, cohort, lendable[quota.flavor])
-        free = quota.unused + min(lendable[quota.flavor], quota.borrowing_limit
-                                  if quota.borrowing_limit is not None
-                                  else lendable[quota.flavor])
+    for room in rooms:
+        quota = room.quota
         holders = _holders(index, name, quota.flavor, resource)
-        missing = max(need - free, Decimal(0))
-        parts.append(f"flavor {quota.flavor} has {num(quota.nominal)} {resource}{borrow}, "
-                     f"{num(quota.reserved)} reserved ({holders or 'by no workload gpuwhy sees'})"
-                     f": {num(free)} free, {num(missing)} short")
+        parts.append(f"flavor {quota.flavor} has {num(quota.nominal)} {resource}"
+                     f"{_borrowing(quota, cohort, room.lendable)}, {num(quota.reserved)} "
+                     f"reserved ({holders or 'by no workload gpuwhy sees'}): "
+                     f"{num(room.free)} free, {num(max(need - room.free, Decimal(0)))} short")
     ahead = _ahead(index, name, workload)
     queue_word = f"{ahead} pending ahead of it in {name}" if ahead else f"first in line in {name}"
     asks = ("ask for quota / borrowing in cohort " + cohort) if cohort else "ask for quota"
     return (f"ClusterQueue {name}: {'; '.join(parts)}. {what} needs {num(need)} "
             f"({how}): wait ({queue_word}), lower the request, or {asks}.")
+
+
+def _never(name: str, cohort: str, rooms: list[FlavorRoom]) -> str:
+    most = "; ".join(f"{num(room.ceiling)} in flavor {room.quota.flavor} "
+                     f"({_ceiling_how(room.quota, cohort)})" for room in rooms)
+    return f"more than ClusterQueue {name} can ever give: at most {most}."
+
+
+def preview_admission(index: QueueIndex, what: str, namespace: str, queue: str,
+                      resource: str, need: Decimal) -> tuple[str | None, str]:
+    """Would Kueue admit a new workload asking ``need`` of ``resource`` in LocalQueue
+    ``namespace/queue`` now (``gpuwhy check``)? The flavor it would get (None: it would be
+    queued), and the sentence that says why."""
+    ignored: list[Evidence] = []
+    if not index:
+        return None, ("gpuwhy sees no Kueue objects in this cluster (kueue.x-k8s.io not "
+                      "served or not readable): nothing would admit it.")
+    blocked = (_local_queue_missing(index, what, namespace, queue, ignored)
+               or _cluster_queue_unusable(index, what, namespace, queue, ignored))
+    if blocked is not None:
+        return None, blocked
+    local = index.get("LocalQueue", namespace, queue) or {}
+    name = str((local.get("spec") or {}).get("clusterQueue") or "")
+    cluster_queue = index.get("ClusterQueue", "", name) or {}
+    rooms = flavor_rooms(index, cluster_queue, resource)
+    if not rooms:
+        return None, f"ClusterQueue {name} has no quota for {resource}."
+    if all(need > room.ceiling for room in rooms):
+        return None, (f"{what} needs {num(need)} {resource}, "
+                      + _never(name, queues.cohort_name(cluster_queue), rooms)
+                      + " It would wait forever.")
+    fits = next((room for room in rooms if need <= room.free), None)
+    if fits is not None:
+        return fits.quota.flavor, (f"ClusterQueue {name}, flavor {fits.quota.flavor}: "
+                                   f"{num(fits.free)} of {num(fits.quota.nominal)} {resource} "
+                                   f"free, it needs {num(need)}.")
+    return None, ("; ".join(f"flavor {room.quota.flavor} has {num(room.free)} of "
+                            f"{num(room.quota.nominal)} {resource} free"
+                            for room in rooms) + f"; it needs {num(need)}.")
 
 
 def _ceiling(quota: FlavorQuota, cohort: str, members: list[K8sObject],
