@@ -118,8 +118,10 @@ def test_the_reader_role_covers_every_read_and_writes_nothing(rendered: Objects)
     assert {verb for found in granted.values() for verb in found} == {"get", "list", "watch"}
     # Everything `gpuwhy doctor` checks, which is everything triage reads (DRA and, where
     # served, Kueue included).
-    assert granted == {(r.group, r.plural): set(READ_VERBS)
-                       for r in (*READ_RESOURCES, *kueue_reads("v1beta2"))}
+    assert granted == {**{(r.group, r.plural): set(READ_VERBS)
+                          for r in (*READ_RESOURCES, *kueue_reads("v1beta2"))},
+                       # optional: a queued answer's position (doctor does not require it)
+                       ("visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads"): {"get"}}
     for resource in (NODES, PODS, EVENTS, QUOTAS, RUNTIME_CLASSES, *WORKLOADS.values()):
         assert resource in READ_RESOURCES
 

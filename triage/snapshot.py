@@ -65,6 +65,9 @@ class Snapshot:
     dra: list[K8sObject] = field(default_factory=list)
     gangs: list[K8sObject] = field(default_factory=list)
     queues: list[K8sObject] = field(default_factory=list)
+    # Kueue's visibility API, read live where served: "ns/workload" -> (position from 0, how
+    # many wait) in its ClusterQueue. A dump has none: positions are then worked out.
+    queue_positions: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     cluster: str = ""
     # Reads that failed but did not stop the triage (events, quotas, RuntimeClasses), one
     # sentence each; the Verdict carries them as its ``error``.

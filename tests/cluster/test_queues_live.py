@@ -10,10 +10,11 @@ import pytest
 
 from bot.sources import LiveSource
 from tests.cluster.conftest import FIXTURES, SEVEN, eventually, ref_of, watch_source
-from tests.kubeapi import FakeKubeAPI
+from tests.kubeapi import FakeKubeAPI, forbidden_status
 
 KUEUE = FIXTURES / "scenarios" / "kueue-basics"
 EXPECTED = json.loads((KUEUE / "expected.json").read_text())
+PENDING = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/team-a-cq/pendingworkloads"
 
 
 def kueue_paths(server: FakeKubeAPI, since: int = 0) -> list[str]:
@@ -39,12 +40,13 @@ def test_a_ref_kueue_has_nothing_to_do_with_costs_no_kueue_request(tmp_path: Pat
         assert kueue_paths(server) == []
         before = server.mark()
         assert live.triage(ref_of("team-a/eval-nightly")).cause == "queued"
-        # discovery, then flavors, ClusterQueues, LocalQueues, Workloads in v1beta2
+        # discovery, then flavors, ClusterQueues, LocalQueues, Workloads in v1beta2, and the
+        # one try of Kueue's visibility API (not served here: 404)
         assert kueue_paths(server, before) == [
             "/apis/kueue.x-k8s.io", "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
             "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
             "/apis/kueue.x-k8s.io/v1beta2/localqueues",
-            "/apis/kueue.x-k8s.io/v1beta2/workloads"]
+            "/apis/kueue.x-k8s.io/v1beta2/workloads", PENDING]
 
 
 @pytest.mark.parametrize("versions", [("v1beta1", "v1beta2"), ("v1beta1",)],
@@ -59,7 +61,8 @@ def test_the_preferred_version_is_read_and_answers_the_same(tmp_path: Path,
         answers = {ref: live.triage(ref_of(ref)).to_dict() for ref in EXPECTED}
         read = {p for p in kueue_paths(older) if p.count("/") > 2}
     assert answers == expected
-    assert read and all(p.startswith("/apis/kueue.x-k8s.io/v1beta1/") for p in read)
+    assert read and all(p.startswith(("/apis/kueue.x-k8s.io/v1beta1/",
+                                      "/apis/visibility.kueue.x-k8s.io/v1beta1/")) for p in read)
 
 
 def test_a_group_served_only_in_an_unknown_version_is_one_sentence(tmp_path: Path) -> None:
@@ -90,16 +93,20 @@ def test_the_cache_answers_queued_refs_without_a_kueue_request(tmp_path: Path) -
         try:
             assert source.wait_ready(10)
             assert source.cache.counts()["workloads"] == 10
-            counts = {}
+            counts, asked = {}, []
             for ref in ("team-a/eval-nightly", "team-b/notebook-gpu", "team-b/sd-train-n7lxm"):
                 before = server.mark()
                 assert source.triage(ref_of(ref)).cause == EXPECTED[ref]["cause"]
-                assert kueue_paths(server, before) == []
+                asked += kueue_paths(server, before)
                 counts[ref] = server.count(before)
         finally:
             source.stop()
-    # a pod: get it, list its events (as any pod); a Job adds its own lookups, no queue's
-    assert counts["team-b/notebook-gpu"] == 2 and counts["team-b/sd-train-n7lxm"] == 2
+    # the visibility API, tried once (404: remembered); else nothing of Kueue's is read
+    assert asked == [PENDING]
+    # a pod: get it, list its events (as any pod); a Job its 11 lookups, as ml/finetune's in
+    # seven-states, and here the one try of the visibility API
+    assert counts == {"team-a/eval-nightly": 12, "team-b/notebook-gpu": 2,
+                      "team-b/sd-train-n7lxm": 2}
 
 
 def test_the_cache_of_a_cluster_without_kueue_asks_discovery_once(tmp_path: Path) -> None:
@@ -128,3 +135,37 @@ def test_the_cache_follows_kueue_watch_events(tmp_path: Path) -> None:
                 ref_of("team-a/eval-nightly")).action)
         finally:
             source.stop()
+
+
+SUMMARY = {"kind": "PendingWorkloadsSummary", "apiVersion": "visibility.kueue.x-k8s.io/v1beta2",
+           "metadata": {}, "code": 200, "items": [
+               {"metadata": {"name": name, "namespace": "team-a"}, "priority": 100,
+                "localQueueName": "team-a-lq", "positionInClusterQueue": position,
+                "positionInLocalQueue": position}
+               for position, name in enumerate(("job-resnet-sweep-ee294", "job-big-pretrain-16711",
+                                                "job-eval-nightly-5ca2b"))]}
+
+
+def test_where_kueue_serves_its_visibility_api_the_position_is_its_word(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        server.inject("status", f"^{PENDING}$", status=SUMMARY)
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-a/eval-nightly"))
+        assert kueue_paths(server).count(PENDING) == 1  # one request at most
+    assert "wait (3rd of 3 pending in team-a-cq)" in verdict.action
+
+
+def test_a_refused_visibility_api_is_not_needed(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        server.inject("status", f"^{PENDING}$", status=forbidden_status(
+            "get", "clusterqueues", "visibility.kueue.x-k8s.io", name="team-a-cq"))
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(10)
+            verdict = source.triage(ref_of("team-a/eval-nightly"))
+            source.triage(ref_of("team-a/resnet-sweep"))
+        finally:
+            source.stop()
+        assert kueue_paths(server).count(PENDING) == 1  # refused once: not asked again
+    assert verdict.error is None  # not a read the answer lacks
+    assert "wait (1 pending ahead of it in team-a-cq)" in verdict.action

@@ -390,6 +390,32 @@ def read_queues(reader: ClusterReader, found: RefObjects,
                                                           page_size), ""))
 
 
+def read_position(reader: ClusterReader, found: RefObjects,
+                  objects: list[K8sObject]) -> dict[str, tuple[int, int]]:
+    """Where the ref's pending Workload stands in its ClusterQueue, by Kueue's visibility API:
+    one request at most, and never required (not served, refused: the answer works the
+    position out of the objects)."""
+    index = queues.QueueIndex(objects)
+    version = next((str(o.get("apiVersion", "")).partition("/")[2] for o in objects), "")
+    for owner in (*found.pods, *found.workloads):
+        workload = index.workload_of(owner) if queues.kueue_involved(owner) else None
+        if workload is None or queues.admitted_in(workload):
+            continue
+        cluster_queue = index.cluster_queue_of(workload)
+        if index.get("ClusterQueue", "", cluster_queue) is None:
+            return {}
+        try:
+            pending = reader.pending_workloads(version, cluster_queue)
+        except ClusterError as exc:
+            log.info("Kueue's visibility API: %s", exc)
+            return {}
+        return {f"{namespace}/{name}": (position, len(pending or []))
+                for item in pending or []
+                for namespace, name in [object_key(item)]
+                if isinstance(position := item.get("positionInClusterQueue"), int)}
+    return {}
+
+
 def list_queues(reader: ClusterReader, kinds: Sequence[str],
                 page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
     """Every object of those Kueue kinds (Workloads slim), in the version the server prefers;
@@ -425,10 +451,11 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
                     workloads=found.workloads, dra=dra, gangs=gangs,
         kueue = read_queues(reader, found, page_size)
+        positions = read_position(reader, found, kueue) if kueue else {}
         nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
-                    workloads=found.workloads, dra=dra, queues=kueue,
+                    workloads=found.workloads, dra=dra, queues=kueue, queue_positions=positions,
                     cluster=cluster or reader.server,
                     problems=tuple(found.problems), read_at=rfc3339(datetime.now(UTC)))
 

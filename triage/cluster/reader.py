@@ -88,6 +88,10 @@ KUEUE_PLURALS = {"ResourceFlavor": "resourceflavors", "ClusterQueue": "clusterqu
                  "WorkloadPriorityClass": "workloadpriorityclasses"}
 
 
+# Kueue's visibility API (an aggregated API Kueue may serve): pending workloads in order.
+VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+
+
 def kueue_resource(kind: str, version: str) -> Resource:
     return Resource(KUEUE_PLURALS[kind], kind, f"{queues.GROUP}/{version}")
 
@@ -147,11 +151,14 @@ class ClusterReader:
         self.timeout = timeout
         self.server = server_url(api_client)
         self._versions: dict[str, str | None] = {}  # API group -> the version read (discovery)
+        self._unserved: set[str] = set()  # group/versions a GET found not served
 
-    def get(self, resource: Resource, namespace: str, name: str) -> K8sObject | None:
-        """One object, or None when it does not exist."""
+    def get(self, resource: Resource, namespace: str, name: str,
+            subresource: str = "") -> K8sObject | None:
+        """One object (or its subresource), or None when it does not exist."""
         call = _Call("get", resource, namespace, name)
-        response = self._request(call, "GET", resource.path(namespace, name), [])
+        path = resource.path(namespace, name) + (f"/{subresource}" if subresource else "")
+        response = self._request(call, "GET", path, [])
         if response is None:
             return None
         document: K8sObject = self._json(call, response)
@@ -271,6 +278,22 @@ class ClusterReader:
                     "it leaves those objects out.")
         self._versions[group] = found
         return found
+
+    def pending_workloads(self, version: str, cluster_queue: str) -> list[K8sObject] | None:
+        """Kueue's visibility API: the ClusterQueue's pending workloads, in Kueue's order; None
+        where it is not served (remembered, as a refusal is: a reader asks once)."""
+        resource = Resource("clusterqueues", "ClusterQueue", f"{VISIBILITY_GROUP}/{version}")
+        if resource.api_version in self._unserved:
+            return None
+        try:
+            found = self.get(resource, "", cluster_queue, "pendingworkloads")
+        except ClusterError:  # refused or failing: not asked again by this reader either
+            self._unserved.add(resource.api_version)
+            raise
+        if found is None:
+            self._unserved.add(resource.api_version)
+            return None
+        return [item for item in found.get("items") or [] if isinstance(item, dict)]
 
     def create_dry_run(self, resource: Resource, namespace: str, body: K8sObject) -> K8sObject:
         """Server-side dry-run create: admission runs in full, nothing is stored."""

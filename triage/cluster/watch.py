@@ -28,6 +28,7 @@ from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.read import (
     merge_pods,
     read_gang_pods,
+    read_position,
     read_ref_objects,
     ref_policy,
 )
@@ -650,6 +651,7 @@ class WatchCache:
         gangs = [*self.gang_workloads.view(), *self.pod_groups.view()]
         read_gang_pods(self.reader, found, ref, gangs, self.page_size)
         quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
+        kueue = [obj for kind in CACHED_QUEUE_KINDS for obj in self.queues[kind].view()]
         by_node, requested = self.pods.by_node_view()
         nodes, node_rows = self.nodes.view()
         return IndexedSnapshot(
@@ -658,7 +660,7 @@ class WatchCache:
             dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
                  *self.slices.view(), *self.taint_rules.view()],
             gangs=gangs,
-            queues=[obj for kind in CACHED_QUEUE_KINDS for obj in self.queues[kind].view()],
+            queues=kueue, queue_positions=read_position(self.reader, found, kueue),
             cluster=cluster or self.reader.server, problems=tuple(found.problems),
             read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node,

@@ -262,11 +262,22 @@ def _quota(subject: Subject, index: QueueIndex, what: str, owner: K8sObject,
                      f"{_borrowing(quota, cohort, room.lendable)}, {num(quota.reserved)} "
                      f"reserved ({holders or 'by no workload gpuwhy sees'}): "
                      f"{num(room.free)} free, {num(max(need - room.free, Decimal(0)))} short")
-    ahead = _ahead(index, name, workload)
-    queue_word = f"{ahead} pending ahead of it in {name}" if ahead else f"first in line in {name}"
+    position = subject.snapshot.queue_positions.get("/".join(object_key(workload)))
+    if position is not None:  # Kueue's own word (its visibility API), read live
+        queue_word = f"{_ordinal(position[0] + 1)} of {position[1]} pending in {name}"
+    elif ahead := _ahead(index, name, workload):
+        queue_word = f"{ahead} pending ahead of it in {name}"
+    else:
+        queue_word = f"first in line in {name}"
     asks = ("ask for quota / borrowing in cohort " + cohort) if cohort else "ask for quota"
     return (f"ClusterQueue {name}: {'; '.join(parts)}. {what} needs {num(need)} "
             f"({how}): wait ({queue_word}), lower the request, or {asks}.")
+
+
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10,
+                                                                                 "th")
+    return f"{number}{suffix}"
 
 
 def _never(name: str, cohort: str, rooms: list[FlavorRoom]) -> str:
