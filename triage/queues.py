@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from triage.objects import K8sObject, object_key
-from triage.quantity import QuantityError, parse_quantity
+from scoring.objects import K8sObject, object_key
+from scoring.quantity import QuantityError, parse_quantity
 
 GROUP = "kueue.x-k8s.io"
 # The versions gpuwhy reads, most preferred first (v1beta2 is stored by recent releases).

@@ -17,6 +17,7 @@ from bot.cli.bundle import write_bundle
 from bot.cli.commands import command_help
 from bot.cli.options import add_cluster_options
 from bot.config import ConfigError, load_config
+from scoring.objects import K8sObject
 from triage.classify import triage
 from triage.classify.checks.queue import preview_admission
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
@@ -36,7 +37,6 @@ from triage.cluster.manifest import with_flavor
 from triage.cluster.read import merge_pods
 from triage.config import TriageConfig
 from triage.errors import ClusterError
-from triage.objects import K8sObject
 from triage.pods import gpu_requests
 from triage.refs import PodRef
 from triage.snapshot import DUMP_FILES, Snapshot

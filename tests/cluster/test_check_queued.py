@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from bot.cli.main import main
 from tests.kubeapi import FakeKubeAPI
 
 KUEUE = Path(__file__).parents[1] / "fixtures" / "scenarios" / "kueue-basics"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.sources import LiveSource
+from bot.clusters.sources import LiveSource
 from tests.cluster.conftest import FIXTURES, SEVEN, eventually, ref_of, watch_source
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 

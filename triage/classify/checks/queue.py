@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from scoring.objects import K8sObject, object_key
+from scoring.verdict import Evidence
 from triage import admission, queues
 from triage.classify.subject import Finding, Subject, num, primary
-from triage.objects import K8sObject, object_key
 from triage.queues import FlavorQuota, QueueIndex
-from triage.verdict import Evidence
 from triage.vocabulary import Cause
 
 QUOTA = "status.conditions[QuotaReserved]"
