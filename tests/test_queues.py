@@ -61,43 +61,41 @@ def test_borrowing_in_the_cohort_counts_what_the_others_leave_unused(kueue: List
     assert "4 free, 0 short" in verdict.action
 
 
-def test_missing_local_queue_names_the_ones_that_exist(kueue: Lists) -> None:
-    verdict = answer(kueue, "team-b/render-batch")
-    assert verdict.cause == "queued"
-    assert "LocalQueue 'team-b-queue'" in verdict.action
-    assert "the namespace has LocalQueue team-b-lq" in verdict.action
-    assert "kueue.x-k8s.io/queue-name: team-b-lq" in verdict.action
+SUB_CASES = {
+    # a missing LocalQueue names the ones that exist
+    "team-b/render-batch": ("LocalQueue 'team-b-queue'", "the namespace has LocalQueue team-b-lq",
+                            "kueue.x-k8s.io/queue-name: team-b-lq"),
+    # an inactive ClusterQueue says why
+    "team-c/sim-h200": ("ClusterQueue team-c-cq is inactive",
+                        "ResourceFlavor h200, which does not exist (existing: a100, h100)"),
+    # larger than the queue can ever give: it waits forever
+    "team-a/big-pretrain": ("needs 16 nvidia.com/gpu (2 pods × 8)",
+                            "at most 8 in flavor a100 (nominal 8 + borrowingLimit 0)",
+                            "wait forever"),
+    # preempted: by whom, when, the priorities; then what it waits for now
+    "team-a/resnet-sweep": ("Kueue preempted it at 2026-12-01T20:57:20Z to admit "
+                            "team-a/llm-finetune (priority 1000 prod-high > 100 batch-low) and "
+                            "re-queued it.", "0 free, 4 short"),
+}
 
 
-def test_inactive_cluster_queue_says_why(kueue: Lists) -> None:
-    verdict = answer(kueue, "team-c/sim-h200")
+@pytest.mark.parametrize("ref", sorted(SUB_CASES))
+def test_each_sub_case_says_its_numbers(kueue: Lists, ref: str) -> None:
+    verdict = answer(kueue, ref)
     assert verdict.cause == "queued"
-    assert "ClusterQueue team-c-cq is inactive" in verdict.action
-    assert "ResourceFlavor h200, which does not exist (existing: a100, h100)" in verdict.action
+    for phrase in SUB_CASES[ref]:
+        assert phrase in verdict.action
+
+
+def test_inactive_cluster_queue_quotes_its_active_condition(kueue: Lists) -> None:
     assert any(e.field == "status.conditions[Active]" and "FlavorNotFound" in e.value
-               for e in verdict.evidence)
+               for e in answer(kueue, "team-c/sim-h200").evidence)
 
 
 def test_a_stopped_cluster_queue_says_so(kueue: Lists) -> None:
     queue_object(kueue, "ClusterQueue", "team-a-cq")["spec"]["stopPolicy"] = "Hold"
     verdict = answer(kueue, "team-a/eval-nightly")
     assert "ClusterQueue team-a-cq is stopped (stopPolicy Hold)" in verdict.action
-
-
-def test_larger_than_the_queue_can_ever_give_waits_forever(kueue: Lists) -> None:
-    verdict = answer(kueue, "team-a/big-pretrain")
-    assert verdict.cause == "queued"
-    assert "needs 16 nvidia.com/gpu (2 pods × 8)" in verdict.action
-    assert "at most 8 in flavor a100 (nominal 8 + borrowingLimit 0)" in verdict.action
-    assert "wait forever" in verdict.action
-
-
-def test_preempted_names_who_when_and_the_priorities(kueue: Lists) -> None:
-    verdict = answer(kueue, "team-a/resnet-sweep")
-    assert verdict.cause == "queued"
-    assert ("Kueue preempted it at 2026-12-01T20:57:20Z to admit team-a/llm-finetune "
-            "(priority 1000 prod-high > 100 batch-low) and re-queued it.") in verdict.action
-    assert "0 free, 4 short" in verdict.action
 
 
 def test_a_gated_pod_is_queued_with_its_queues_numbers(kueue: Lists) -> None:
