@@ -7,7 +7,7 @@ import copy
 import json
 import threading
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from tests.alertkit import (
     settings,
     seven_states_with_trainer,
 )
-from tests.conftest import find
+from tests.conftest import find, load_lists
 from tests.slackfake import message_event
 from triage.refs import PodRef
 
@@ -236,3 +236,45 @@ def test_show_devices_works_in_the_posts_thread(broken_only: Harness) -> None:
     assert reply.params["thread_ts"] == root.answer["ts"]
     assert reply.params["text"].startswith("Devices for allocatable-zero — research/broken-node")
     assert "gpu-v100-broken" in json.dumps(reply.params["blocks"])
+
+
+# -- queued (Kueue has not admitted it): normal waiting, posted only when asked for ------------
+
+NOTEBOOK_CREATED = datetime(2026, 12, 1, 20, 57, 29, tzinfo=UTC)  # team-b/notebook-gpu, gated
+
+
+@pytest.fixture
+def gated_notebook(tmp_path: Path) -> Iterator[Harness]:
+    """kueue-basics with one stuck pod: team-b/notebook-gpu, gated by Kueue (queued)."""
+    yield from harness(tmp_path, only_pods(load_lists("kueue-basics"), {"notebook-gpu"}))
+
+
+def test_a_queued_pod_is_not_posted_to_the_default_channel(gated_notebook: Harness) -> None:
+    gated_notebook.clock.now = NOTEBOOK_CREATED + timedelta(hours=3)
+    replica = gated_notebook.replica(settings(BASE))
+    assert replica.watch.run_once() == 1  # triaged: queued
+    gated_notebook.slack.settle(0.1)
+    assert gated_notebook.posts() == []
+
+
+def test_a_route_naming_queued_posts_it(gated_notebook: Harness) -> None:
+    gated_notebook.clock.now = NOTEBOOK_CREATED + timedelta(minutes=11)
+    routes = [{"causes": ["queued"], "channel": "C0QUEUES"}, NODES_ROUTE]
+    replica = gated_notebook.replica(settings({**BASE, "routes": routes}))
+    assert replica.watch.run_once() == 1
+    posts = gated_notebook.slack.wait_for("chat.postMessage", 1)
+    assert [p.params["channel"] for p in posts] == ["C0QUEUES"]
+    assert "queued" in posts[0].params["text"] and "team-b-cq" in posts[0].params["text"]
+
+
+def test_a_queued_pod_waiting_past_queued_after_is_posted(gated_notebook: Harness) -> None:
+    config = {**BASE, "alerts": {**BASE["alerts"], "queued_after": "2h"}}
+    gated_notebook.clock.now = NOTEBOOK_CREATED + timedelta(hours=1)
+    replica = gated_notebook.replica(settings(config))
+    assert replica.watch.run_once() == 1
+    gated_notebook.slack.settle(0.1)
+    assert gated_notebook.posts() == []
+    gated_notebook.clock.now = NOTEBOOK_CREATED + timedelta(hours=2, minutes=10)
+    assert replica.watch.run_once() == 1  # recheck_every (5m) has passed
+    posts = gated_notebook.slack.wait_for("chat.postMessage", 1)
+    assert [p.params["channel"] for p in posts] == ["C0ALERTS"]
