@@ -204,3 +204,25 @@ def test_dumps_round_trip_queues_json_and_leave_it_out_without_kueue(tmp_path: A
     assert Snapshot.from_dir(tmp_path / "with").queues == lists["queues"]
     Snapshot(**{**lists, "queues": []}).to_dir(tmp_path / "without")
     assert not (tmp_path / "without" / "queues.json").exists()
+
+
+ODD_VALUES = ["text", [1, "x"], None]
+PATHS = [("spec",), ("status",), ("spec", "resourceGroups"), ("spec", "podSets"),
+         ("status", "conditions"), ("status", "admission"), ("status", "flavorsReservation"),
+         ("spec", "nodeLabels"), ("spec", "tolerations"), ("metadata", "ownerReferences"),
+         ("spec", "clusterQueue"), ("spec", "queueName"), ("spec", "priorityClassRef")]
+
+
+@pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+@pytest.mark.parametrize("path", PATHS, ids=".".join)
+def test_odd_shapes_anywhere_give_an_answer(kueue: Lists, path: tuple[str, ...],
+                                            value: Any) -> None:
+    for obj in kueue["queues"]:
+        parent = obj
+        for step in path[:-1]:
+            parent = parent.get(step) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent[path[-1]] = copy.deepcopy(value)
+    for ref in ("team-a/eval-nightly", "team-b/notebook-gpu", "team-c/sim-h200",
+                "team-a/resnet-sweep", "team-b/sd-train", "team-b/render-batch"):
+        assert answer(kueue, ref).cause in ("queued", "exhausted"), ref

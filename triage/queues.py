@@ -34,14 +34,32 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 _UID_IN_MESSAGE = re.compile(r"\(UID: (?P<uid>[0-9a-fA-F-]+)")
 
 
+def part(obj: object, key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when both are mappings, else {}: a Kueue object of an odd shape (a newer
+    version, a hand-edited dump) gives an answer, never a traceback."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, Mapping) else {}
+
+
+def entries(obj: object, key: str) -> list[Mapping[str, Any]]:
+    """The mappings of the list ``obj[key]`` (anything else in it, or in its place, skipped)."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
+
+
+def text(obj: object, key: str) -> str:
+    """``obj[key]`` as a name: "" unless a string."""
+    value = obj.get(key) if isinstance(obj, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
 def is_kueue(obj: Mapping[str, Any]) -> bool:
     return str(obj.get("apiVersion", "")).partition("/")[0] == GROUP
 
 
 def queue_name(obj: Mapping[str, Any]) -> str | None:
     """The LocalQueue the object asks for (label kueue.x-k8s.io/queue-name), or None."""
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    value = labels.get(QUEUE_LABEL)
+    value = part(part(obj, "metadata"), "labels").get(QUEUE_LABEL)
     return None if value is None else str(value)
 
 
@@ -51,26 +69,23 @@ def valid_name(name: str) -> bool:
 
 def kueue_gates(spec: Mapping[str, Any]) -> list[str]:
     """The pod's scheduling gates Kueue owns (it removes them at admission)."""
-    return [name for gate in spec.get("schedulingGates") or []
-            if (name := str((gate or {}).get("name", ""))).startswith(GATE_PREFIX)]
+    return [name for gate in entries(spec, "schedulingGates")
+            if (name := text(gate, "name")).startswith(GATE_PREFIX)]
 
 
 def kueue_involved(obj: Mapping[str, Any]) -> bool:
     """Queued or admitted by Kueue: the queue label, a Kueue gate, or the labels and
     annotation Kueue puts on the pods of a workload it admitted."""
-    metadata = obj.get("metadata") or {}
-    labels = metadata.get("labels") or {}
-    spec = obj.get("spec") or {}
+    metadata = part(obj, "metadata")
+    labels = part(metadata, "labels")
     return (QUEUE_LABEL in labels or CLUSTER_QUEUE_LABEL in labels
-            or WORKLOAD_ANNOTATION in (metadata.get("annotations") or {})
-            or bool(kueue_gates(spec)))
+            or WORKLOAD_ANNOTATION in part(metadata, "annotations")
+            or bool(kueue_gates(part(obj, "spec"))))
 
 
 def condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if isinstance(item, Mapping) and item.get("type") == kind:
-            return item
-    return None
+    return next((item for item in entries(part(obj, "status"), "conditions")
+                 if item.get("type") == kind), None)
 
 
 def is_true(obj: Mapping[str, Any], kind: str) -> bool:
@@ -80,31 +95,30 @@ def is_true(obj: Mapping[str, Any], kind: str) -> bool:
 
 def cohort_name(cluster_queue: Mapping[str, Any]) -> str:
     """spec.cohortName (v1beta2) or spec.cohort (v1beta1)."""
-    spec = cluster_queue.get("spec") or {}
-    return str(spec.get("cohortName") or spec.get("cohort") or "")
+    spec = part(cluster_queue, "spec")
+    return text(spec, "cohortName") or text(spec, "cohort")
 
 
 def stop_policy(queue: Mapping[str, Any]) -> str:
-    return str((queue.get("spec") or {}).get("stopPolicy") or "None")
+    return text(part(queue, "spec"), "stopPolicy") or "None"
 
 
 def priority_class(workload: Mapping[str, Any]) -> str:
     """spec.priorityClassRef.name (v1beta2) or spec.priorityClassName (v1beta1)."""
-    spec = workload.get("spec") or {}
-    return str((spec.get("priorityClassRef") or {}).get("name") or spec.get("priorityClassName")
-               or "")
+    spec = part(workload, "spec")
+    return text(part(spec, "priorityClassRef"), "name") or text(spec, "priorityClassName")
 
 
 def priority(workload: Mapping[str, Any]) -> int:
-    value = (workload.get("spec") or {}).get("priority")
+    value = part(workload, "spec").get("priority")
     return value if isinstance(value, int) else 0
 
 
 def owner_name(workload: Mapping[str, Any]) -> str:
     """"ns/name" of the Job (or pod) a Workload stands for, else the Workload's own."""
     namespace, name = object_key(workload)
-    for owner in (workload.get("metadata") or {}).get("ownerReferences") or []:
-        if owner.get("controller") and owner.get("name"):
+    for owner in entries(part(workload, "metadata"), "ownerReferences"):
+        if owner.get("controller") and text(owner, "name"):
             return f"{namespace}/{owner['name']}"
     return f"{namespace}/{name}"
 
@@ -143,14 +157,15 @@ def flavor_quotas(cluster_queue: Mapping[str, Any], resource: str) -> list[Flavo
     """The flavors that cover ``resource`` in the ClusterQueue, in the order Kueue tries them."""
     reserved = _reservations(cluster_queue, resource)
     quotas = []
-    for group in (cluster_queue.get("spec") or {}).get("resourceGroups") or []:
-        if resource not in (group.get("coveredResources") or []):
+    for group in entries(part(cluster_queue, "spec"), "resourceGroups"):
+        covered = group.get("coveredResources")
+        if not isinstance(covered, list) or resource not in covered:
             continue
-        for flavor in group.get("flavors") or []:
-            for entry in flavor.get("resources") or []:
+        for flavor in entries(group, "flavors"):
+            for entry in entries(flavor, "resources"):
                 if entry.get("name") != resource:
                     continue
-                name = str(flavor.get("name", ""))
+                name = text(flavor, "name")
                 nominal = _amount(entry.get("nominalQuota", "0"))
                 if nominal is None:
                     continue  # not a quantity: gpuwhy cannot judge it (Kueue's word stands)
@@ -165,12 +180,12 @@ def flavor_quotas(cluster_queue: Mapping[str, Any], resource: str) -> list[Flavo
 
 def _reservations(cluster_queue: Mapping[str, Any],
                   resource: str) -> dict[str, tuple[Decimal, Decimal]]:
-    status = cluster_queue.get("status") or {}
+    status = part(cluster_queue, "status")
     found: dict[str, tuple[Decimal, Decimal]] = {}
-    for flavor in status.get("flavorsReservation") or status.get("flavorsUsage") or []:
-        for entry in flavor.get("resources") or []:
+    for flavor in entries(status, "flavorsReservation") or entries(status, "flavorsUsage"):
+        for entry in entries(flavor, "resources"):
             if entry.get("name") == resource:
-                found[str(flavor.get("name", ""))] = (
+                found[text(flavor, "name")] = (
                     _amount(entry.get("total", "0")) or Decimal(0),
                     _amount(entry.get("borrowed", "0")) or Decimal(0))
     return found
@@ -178,39 +193,38 @@ def _reservations(cluster_queue: Mapping[str, Any],
 
 def flavors_named(cluster_queue: Mapping[str, Any]) -> list[str]:
     return list(dict.fromkeys(
-        str(flavor.get("name", "")) for group in
-        (cluster_queue.get("spec") or {}).get("resourceGroups") or []
-        for flavor in group.get("flavors") or []))
+        text(flavor, "name") for group in entries(part(cluster_queue, "spec"), "resourceGroups")
+        for flavor in entries(group, "flavors")))
 
 
 def assigned(workload: Mapping[str, Any], resource: str) -> list[tuple[str, Decimal]]:
     """(flavor, amount) of ``resource`` the Workload's admission reserves, per pod set."""
-    admission = (workload.get("status") or {}).get("admission") or {}
     found = []
-    for pod_set in admission.get("podSetAssignments") or []:
-        flavor = (pod_set.get("flavors") or {}).get(resource)
-        amount = _amount((pod_set.get("resourceUsage") or {}).get(resource, "0"))
+    for pod_set in entries(part(part(workload, "status"), "admission"), "podSetAssignments"):
+        flavor = text(part(pod_set, "flavors"), resource)
+        amount = _amount(part(pod_set, "resourceUsage").get(resource, "0"))
         if flavor and amount:
             found.append((str(flavor), amount))
     return found
 
 
 def admitted_flavors(workload: Mapping[str, Any]) -> list[str]:
-    admission = (workload.get("status") or {}).get("admission") or {}
-    return list(dict.fromkeys(str(flavor) for pod_set in admission.get("podSetAssignments") or []
-                              for flavor in (pod_set.get("flavors") or {}).values()))
+    admission = part(part(workload, "status"), "admission")
+    return list(dict.fromkeys(flavor for pod_set in entries(admission, "podSetAssignments")
+                              for flavor in part(pod_set, "flavors").values()
+                              if isinstance(flavor, str)))
 
 
 def admitted_in(workload: Mapping[str, Any]) -> str:
     """The ClusterQueue holding quota for the Workload, "" when none does."""
     if not is_true(workload, "QuotaReserved"):
         return ""
-    return str(((workload.get("status") or {}).get("admission") or {}).get("clusterQueue") or "")
+    return text(part(part(workload, "status"), "admission"), "clusterQueue")
 
 
 def pod_count(workload: Mapping[str, Any]) -> int:
-    return sum(int(p.get("count") or 0) for p in (workload.get("spec") or {}).get("podSets") or []
-               if isinstance(p.get("count") or 0, int))
+    return sum(count for pod_set in entries(part(workload, "spec"), "podSets")
+               if isinstance(count := pod_set.get("count"), int) and count > 0)
 
 
 def preemptor_uid(message: str) -> str:
@@ -235,12 +249,12 @@ class QueueIndex:
             self.by_kind[kind][object_key(obj)] = obj
             if kind != "Workload":
                 continue
-            metadata = obj.get("metadata") or {}
-            if uid := metadata.get("uid"):
-                self.workloads_by_uid[str(uid)] = obj
-            owners = [o.get("uid") for o in metadata.get("ownerReferences") or []
+            metadata = part(obj, "metadata")
+            if uid := text(metadata, "uid"):
+                self.workloads_by_uid[uid] = obj
+            owners = [text(o, "uid") for o in entries(metadata, "ownerReferences")
                       if o.get("controller")]
-            owners.append((metadata.get("labels") or {}).get(JOB_UID_LABEL))
+            owners.append(text(part(metadata, "labels"), JOB_UID_LABEL))
             for owner in owners:
                 if owner:
                     self.workloads_by_owner.setdefault(str(owner), obj)
@@ -257,17 +271,16 @@ class QueueIndex:
     def workload_of(self, owner: Mapping[str, Any]) -> K8sObject | None:
         """The Workload Kueue made for a Job or a pod (its controller owner, or the Workload
         annotation Kueue sets on an admitted workload's pods)."""
-        metadata = owner.get("metadata") or {}
-        uid = metadata.get("uid")
-        found = self.workloads_by_owner.get(str(uid)) if uid else None
+        metadata = part(owner, "metadata")
+        uid = text(metadata, "uid")
+        found = self.workloads_by_owner.get(uid) if uid else None
         if found is not None:
             return found
-        named = (metadata.get("annotations") or {}).get(WORKLOAD_ANNOTATION)
-        if named:
-            return self.get("Workload", object_key(owner)[0], str(named))
-        for parent in metadata.get("ownerReferences") or []:
+        if named := text(part(metadata, "annotations"), WORKLOAD_ANNOTATION):
+            return self.get("Workload", object_key(owner)[0], named)
+        for parent in entries(metadata, "ownerReferences"):
             if parent.get("controller") and (found := self.workloads_by_owner.get(
-                    str(parent.get("uid")))) is not None:
+                    text(parent, "uid"))) is not None:
                 return found
         return None
 
@@ -275,9 +288,9 @@ class QueueIndex:
         """The ClusterQueue a Workload is in: where it holds quota, else its LocalQueue's."""
         if held := admitted_in(workload):
             return held
-        queue = str((workload.get("spec") or {}).get("queueName") or "")
+        queue = text(part(workload, "spec"), "queueName")
         local = self.get("LocalQueue", object_key(workload)[0], queue)
-        return str(((local or {}).get("spec") or {}).get("clusterQueue") or "")
+        return text(part(local, "spec"), "clusterQueue")
 
     def workloads_in(self, cluster_queue: str) -> list[K8sObject]:
         return [w for w in self.by_kind.get("Workload", {}).values()
@@ -291,8 +304,9 @@ class QueueIndex:
 def slim_workload(workload: K8sObject) -> K8sObject:
     """What triage reads of a Workload that is not the ref's: its pod sets' counts, not their
     templates (a whole pod spec each), and no managedFields."""
-    metadata = {k: v for k, v in (workload.get("metadata") or {}).items() if k != "managedFields"}
-    spec = dict(workload.get("spec") or {})
-    spec["podSets"] = [{k: v for k, v in pod_set.items() if k != "template"}
-                       for pod_set in spec.get("podSets") or [] if isinstance(pod_set, Mapping)]
+    metadata = {k: v for k, v in part(workload, "metadata").items() if k != "managedFields"}
+    spec = dict(part(workload, "spec"))
+    if "podSets" in spec:
+        spec["podSets"] = [{k: v for k, v in pod_set.items() if k != "template"}
+                           for pod_set in entries(spec, "podSets")]
     return {**workload, "metadata": metadata, "spec": spec}

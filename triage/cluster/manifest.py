@@ -146,11 +146,11 @@ def preflight_snapshot(api_client: ApiClient, pod: K8sObject,
 def with_flavor(pod: K8sObject, flavor: K8sObject | None) -> K8sObject:
     """The pod as Kueue starts it in a flavor: its nodeLabels merged into the nodeSelector,
     its tolerations added."""
-    spec = (flavor or {}).get("spec") or {}
+    spec = queues.part(flavor, "spec")
     pod_spec = dict(pod.get("spec") or {})
-    if labels := spec.get("nodeLabels"):
+    if labels := queues.part(spec, "nodeLabels"):
         pod_spec["nodeSelector"] = {**(pod_spec.get("nodeSelector") or {}), **labels}
-    if tolerations := spec.get("tolerations"):
+    if tolerations := queues.entries(spec, "tolerations"):
         pod_spec["tolerations"] = [*(pod_spec.get("tolerations") or []), *tolerations]
     return {**pod, "spec": pod_spec}
 

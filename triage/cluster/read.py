@@ -409,10 +409,10 @@ def read_position(reader: ClusterReader, found: RefObjects,
         except ClusterError as exc:
             log.info("Kueue's visibility API: %s", exc)
             return {}
-        return {f"{namespace}/{name}": (position, len(pending or []))
-                for item in pending or []
-                for namespace, name in [object_key(item)]
-                if isinstance(position := item.get("positionInClusterQueue"), int)}
+        return {f"{queues.text(metadata, 'namespace')}/{queues.text(metadata, 'name')}":
+                (position, len(pending or []))
+                for item in pending or [] if (metadata := queues.part(item, "metadata"))
+                and isinstance(position := item.get("positionInClusterQueue"), int)}
     return {}
 
 

@@ -17,7 +17,7 @@ from scoring.objects import K8sObject, object_key
 from scoring.verdict import Evidence
 from triage import admission, queues
 from triage.classify.subject import Finding, Subject, num, primary
-from triage.queues import FlavorQuota, QueueIndex
+from triage.queues import FlavorQuota, QueueIndex, entries, part, text
 from triage.vocabulary import Cause
 
 QUOTA = "status.conditions[QuotaReserved]"
@@ -108,7 +108,7 @@ def _local_queue_missing(index: QueueIndex, what: str, namespace: str, queue: st
 def _cluster_queue_unusable(index: QueueIndex, what: str, namespace: str, queue: str,
                             evidence: list[Evidence]) -> str | None:
     local = index.get("LocalQueue", namespace, queue) or {}
-    name = str((local.get("spec") or {}).get("clusterQueue") or "")
+    name = text(part(local, "spec"), "clusterQueue")
     cluster_queue = index.get("ClusterQueue", "", name)
     if cluster_queue is None:
         evidence.append(Evidence(f"LocalQueue {namespace}/{queue}", "spec.clusterQueue",
@@ -216,10 +216,10 @@ class FlavorRoom:
 def flavor_rooms(index: QueueIndex, cluster_queue: Mapping[str, Any],
                  resource: str) -> list[FlavorRoom]:
     """The flavors covering ``resource``, in the order Kueue tries them."""
-    name = (cluster_queue.get("metadata") or {}).get("name")
+    name = text(part(cluster_queue, "metadata"), "name")
     cohort = queues.cohort_name(cluster_queue)
     members = [cq for cq in index.cohort_members(cohort)
-               if (cq.get("metadata") or {}).get("name") != name]
+               if text(part(cq, "metadata"), "name") != name]
     rooms = []
     for quota in queues.flavor_quotas(cluster_queue, resource):
         lendable = _lendable(members, quota.flavor, resource)
@@ -234,7 +234,7 @@ def _quota(subject: Subject, index: QueueIndex, what: str, owner: K8sObject,
            workload: K8sObject, cluster_queue: Mapping[str, Any],
            evidence: list[Evidence]) -> str:
     """Why the quota does not fit it now, or ever: the numbers, per flavor."""
-    name = str((cluster_queue.get("metadata") or {}).get("name") or "?")
+    name = text(part(cluster_queue, "metadata"), "name") or "?"
     resource = primary(subject)
     rooms = flavor_rooms(index, cluster_queue, resource) if subject.gpu else []
     condition = queues.condition(workload, "QuotaReserved") or {}
@@ -300,7 +300,7 @@ def preview_admission(index: QueueIndex, what: str, namespace: str, queue: str,
     if blocked is not None:
         return None, blocked
     local = index.get("LocalQueue", namespace, queue) or {}
-    name = str((local.get("spec") or {}).get("clusterQueue") or "")
+    name = text(part(local, "spec"), "clusterQueue")
     cluster_queue = index.get("ClusterQueue", "", name) or {}
     rooms = flavor_rooms(index, cluster_queue, resource)
     if not rooms:
@@ -380,12 +380,12 @@ def _ahead(index: QueueIndex, cluster_queue: str, workload: K8sObject) -> int:
     """Pending workloads of the ClusterQueue Kueue tries first: higher priority, or the same
     and created earlier (its BestEffortFIFO / StrictFIFO order)."""
     mine = (-queues.priority(workload),
-            str((workload.get("metadata") or {}).get("creationTimestamp") or ""),
+            text(part(workload, "metadata"), "creationTimestamp"),
             object_key(workload))
     return sum(1 for other in index.workloads_in(cluster_queue)
                if other is not workload and not queues.admitted_in(other)
                and (-queues.priority(other),
-                    str((other.get("metadata") or {}).get("creationTimestamp") or ""),
+                    text(part(other, "metadata"), "creationTimestamp"),
                     object_key(other)) < mine)
 
 
@@ -411,10 +411,9 @@ def flavor_note(subject: Subject, finding: Finding) -> Finding:
     injected = []
     for name in queues.admitted_flavors(workload):
         flavor = index.get("ResourceFlavor", "", name)
-        spec = (flavor or {}).get("spec") or {}
-        labels = {k: v for k, v in (spec.get("nodeLabels") or {}).items()
-                  if selector.get(k) == v}
-        tolerated = [t for t in spec.get("tolerations") or [] if t in tolerations]
+        spec = part(flavor, "spec")
+        labels = {k: v for k, v in part(spec, "nodeLabels").items() if selector.get(k) == v}
+        tolerated = [t for t in entries(spec, "tolerations") if t in tolerations]
         if not labels and not tolerated:
             continue
         sets = [f"nodeSelector {', '.join(f'{k}={v}' for k, v in sorted(labels.items()))}"
