@@ -100,3 +100,23 @@ def test_an_unserved_group_is_left_out_of_discovery() -> None:
         with pytest.raises(urllib.error.HTTPError) as refused:
             get(api, "/apis/resource.k8s.io/v1")
         assert refused.value.code == 404
+
+
+def test_kubectl_reads_kueues_group_in_both_versions(tmp_path: Path) -> None:
+    with FakeKubeAPI(SCENARIOS / "kueue-basics") as server:
+        group = get(server, "/apis/kueue.x-k8s.io")
+        assert group["preferredVersion"]["version"] == "v1beta2"
+        assert [v["version"] for v in group["versions"]] == ["v1beta2", "v1beta1"]
+        listed = kubectl(server, tmp_path, "get", "workloads.kueue.x-k8s.io", "-A", "-o", "name")
+        older = kubectl(server, tmp_path, "get", "clusterqueues.v1beta1.kueue.x-k8s.io",
+                        "team-a-cq", "-o", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert "workload.kueue.x-k8s.io/job-eval-nightly-5ca2b" in listed.stdout.splitlines()
+    assert older.returncode == 0, older.stderr
+    served = json.loads(older.stdout)
+    assert served["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+    assert served["spec"]["cohort"] == "research" and "cohortName" not in served["spec"]
+
+
+def test_a_cluster_without_kueue_does_not_list_its_group(api: FakeKubeAPI) -> None:
+    assert "kueue.x-k8s.io" not in {g["name"] for g in get(api, "/apis")["groups"]}
