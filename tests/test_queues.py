@@ -115,6 +115,9 @@ def test_admitted_by_kueue_the_flavor_that_set_the_selector_is_named(kueue: List
     assert verdict.cause == "exhausted"
     assert ("Kueue admitted it in ClusterQueue team-b-cq and flavor h100 set nodeSelector "
             "pool=h100 and toleration nvidia.com/gpu=present:NoSchedule") in verdict.action
+    # its quota had room: a pod Kueue did not admit holds the h100 node Kueue counted free
+    assert ("Outside Kueue, ops/h100-burnin 8 holds nvidia.com/gpu on the flavor's nodes: "
+            "Kueue's quota does not count it.") in verdict.action
 
 
 def test_a_suspended_job_without_the_queue_label_is_not_kueues(kueue: Lists) -> None:

@@ -17,6 +17,7 @@ from scoring.objects import K8sObject, object_key
 from scoring.verdict import Evidence
 from triage import admission, queues
 from triage.classify.subject import Finding, Subject, num, primary
+from triage.pods import pod_name
 from triage.queues import FlavorQuota, QueueIndex, entries, part, text
 from triage.vocabulary import Cause
 
@@ -408,7 +409,8 @@ def flavor_note(subject: Subject, finding: Finding) -> Finding:
         return finding
     selector = subject.spec.get("nodeSelector") or {}
     tolerations = subject.spec.get("tolerations") or []
-    injected = []
+    injected: list[tuple[str, str]] = []
+    pools: list[Mapping[str, Any]] = []  # the node labels each flavor sends it to
     for name in queues.admitted_flavors(workload):
         flavor = index.get("ResourceFlavor", "", name)
         spec = part(flavor, "spec")
@@ -416,6 +418,7 @@ def flavor_note(subject: Subject, finding: Finding) -> Finding:
         tolerated = [t for t in entries(spec, "tolerations") if t in tolerations]
         if not labels and not tolerated:
             continue
+        pools.append(labels)
         sets = [f"nodeSelector {', '.join(f'{k}={v}' for k, v in sorted(labels.items()))}"
                 if labels else "",
                 "toleration " + ", ".join(_toleration(t) for t in tolerated) if tolerated else ""]
@@ -426,12 +429,32 @@ def flavor_note(subject: Subject, finding: Finding) -> Finding:
     said = "; ".join(f"flavor {name} set {sets}" for name, sets in injected)
     action = (f"{finding.action} Kueue admitted it in ClusterQueue {cluster_queue} and {said}: "
               "to use other nodes, change the flavors of the ClusterQueue, not the pod's "
-              "template.")
+              "template." + _outside_kueue(subject, finding, pools))
     evidence = [*finding.evidence,
                 Evidence(f"Workload {'/'.join(object_key(workload))}",
                          "status.admission.podSetAssignments[*].flavors",
                          f"{cluster_queue}: {', '.join(name for name, _ in injected)}")]
     return Finding(finding.cause, action, evidence)
+
+
+def _outside_kueue(subject: Subject, finding: Finding,
+                   pools: list[Mapping[str, Any]]) -> str:
+    """Kueue's quota had room, the flavor's nodes have none: name the GPUs held there by
+    pods Kueue did not admit (its quota does not count them)."""
+    if finding.cause != Cause.EXHAUSTED or not subject.gpu:
+        return ""
+    resource = primary(subject)
+    snapshot = subject.snapshot
+    outside = [f"{pod_name(holder)} {amount}" for node in snapshot.node_table
+               if any(pool and all(node.labels.get(k) == v for k, v in pool.items())
+                      for pool in pools)
+               for holder, amount in snapshot.holders_on(node.name, resource)
+               if not queues.kueue_involved(holder)]
+    if not outside:
+        return ""
+    return (f" Outside Kueue, {', '.join(outside)} {'holds' if len(outside) == 1 else 'hold'} "
+            f"{resource} on the flavor's nodes: Kueue's quota does not count "
+            f"{'it' if len(outside) == 1 else 'them'}.")
 
 
 def _toleration(toleration: Mapping[str, Any]) -> str:
