@@ -37,6 +37,9 @@ def test_a_ref_kueue_has_nothing_to_do_with_costs_no_kueue_request(tmp_path: Pat
     with FakeKubeAPI(KUEUE) as server:
         live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
         assert live.triage(ref_of("sandbox/debug-job")).cause == "pod-not-found"
+        # a running Kueue job: nothing of the queue changes that answer
+        assert live.triage(ref_of("team-a/train-bert")).cause == "scheduled"
+        assert live.triage(ref_of("team-a/train-bert-m44st")).cause == "scheduled"
         assert kueue_paths(server) == []
         before = server.mark()
         assert live.triage(ref_of("team-a/eval-nightly")).cause == "queued"

@@ -381,10 +381,16 @@ TRIAGE_QUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload"
 
 def read_queues(reader: ClusterReader, found: RefObjects,
                 page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
-    """Kueue's objects, for a ref Kueue queues or admitted (its label, gate or annotation);
-    any other ref costs no request at all, on any cluster. A failed read is noted in the
-    Verdict: the answer is still ``queued``, without the queue's numbers."""
-    if not any(queues.kueue_involved(obj) for obj in (*found.pods, *found.workloads)):
+    """Kueue's objects, for a ref Kueue still holds (a queue-labelled workload kept
+    suspended, a gated pod) or whose pods it admitted but are not bound yet (the flavor may
+    decide where they go); any other ref, a running Kueue job's too, costs no request at all.
+    A failed read is noted in the Verdict: the answer is still ``queued``, without the
+    queue's numbers."""
+    held = any(queues.queue_name(w) is not None and (w.get("spec") or {}).get("suspend")
+               for w in found.workloads)
+    unbound = any(queues.kueue_involved(p) and not (p.get("spec") or {}).get("nodeName")
+                  for p in found.pods)
+    if not held and not unbound:
         return []
     return _optional(found.problems, lambda: (list_queues(reader, TRIAGE_QUEUE_KINDS,
                                                           page_size), ""))
