@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bot.cli.bundle import write_bundle
 from tests.conftest import find, load_lists
 from tests.kubeapi import as_v1beta1
 from tests.test_traps import Lists, answer
@@ -201,11 +202,11 @@ def test_odd_queue_name_labels(kueue: Lists, label: str) -> None:
         assert "not even a valid object name" in verdict.action
 
 
-def test_dumps_round_trip_queues_json_and_leave_it_out_without_kueue(tmp_path: Any) -> None:
+def test_bundles_round_trip_queues_json_and_leave_it_out_without_kueue(tmp_path: Any) -> None:
     lists = load_lists("kueue-basics")
-    Snapshot(**copy.deepcopy(lists)).to_dir(tmp_path / "with")
+    write_bundle(Snapshot(**copy.deepcopy(lists)), tmp_path / "with")
     assert Snapshot.from_dir(tmp_path / "with").queues == lists["queues"]
-    Snapshot(**{**lists, "queues": []}).to_dir(tmp_path / "without")
+    write_bundle(Snapshot(**{**lists, "queues": []}), tmp_path / "without")
     assert not (tmp_path / "without" / "queues.json").exists()
 
 
