@@ -492,16 +492,20 @@ class _QueueDiscovery:
 
     def run(self) -> None:
         cache, stop = self.cache, self.cache.stopped
+        failures = 0
         while not stop.is_set():
             try:
                 version = cache.reader.served_version(queues.GROUP, queues.KNOWN_VERSIONS)
             except UnknownVersion as exc:
-                log.warning("watch cache: %s", exc)
+                log.warning("watch cache of cluster %s: %s", cache.name, exc)
                 version = None
             except ClusterError as exc:
+                # as the reflectors do: backed off, said once per failure and period
                 cache.last_error = str(exc)
-                log.warning("watch cache: %s", exc)
-                stop.wait(cache.retry_delay)
+                failures += 1
+                delay = min(cache.retry_delay * 2 ** (failures - 1), MAX_RETRY_DELAY)
+                cache.warn(str(exc), delay)
+                stop.wait(delay)
                 continue
             if version is not None:
                 started = tuple(_Reflector(cache, kueue_resource(kind, version), "",
