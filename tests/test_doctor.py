@@ -110,7 +110,7 @@ def test_kueue_is_checked_where_it_is_served(setup: list[str], slack: FakeSlack,
         code, checks, _ = doctor(argv, capsys)
     assert (code, failed(checks)) == (1, ["access"])
     assert checks["access"] == (
-        "FAIL  access   1 of 60 reads are not allowed: list workloads.kueue.x-k8s.io "
+        "FAIL  access   1 of 69 reads are not allowed: list workloads.kueue.x-k8s.io "
         "(deploy/base/rbac.yaml grants them all)")
 
 

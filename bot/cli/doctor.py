@@ -41,8 +41,8 @@ from triage.cluster.reader import (
     RUNTIME_CLASSES,
     WORKLOADS,
     ClusterReader,
-    gang_resources,
     Resource,
+    gang_resources,
     kueue_resource,
 )
 from triage.errors import ClusterError

@@ -95,7 +95,7 @@ def test_the_cache_answers_queued_refs_without_a_kueue_request(tmp_path: Path) -
         source = watch_source(server, tmp_path).start()
         try:
             assert source.wait_ready(10)
-            assert source.cache.counts()["workloads"] == 10
+            assert source.cache.counts()["workloads.kueue.x-k8s.io"] == 10
             counts, asked = {}, []
             for ref in ("team-a/eval-nightly", "team-b/notebook-gpu", "team-b/sd-train-n7lxm"):
                 before = server.mark()
@@ -120,7 +120,9 @@ def test_the_cache_of_a_cluster_without_kueue_asks_discovery_once(tmp_path: Path
             source.triage(ref_of("research/full"))
             source.triage(ref_of("ml/finetune"))
             assert kueue_paths(server) == ["/apis/kueue.x-k8s.io"]
-            assert "workloads" not in source.cache.counts()
+            counted = source.cache.counts()
+            assert "clusterqueues" not in counted and "workloads" in counted  # the gangs'
+            assert not [name for name in counted if "kueue" in name]
         finally:
             source.stop()
 

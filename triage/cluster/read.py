@@ -64,8 +64,8 @@ from triage.cluster.reader import (
     ClusterReader,
     NotServed,
     Resource,
-    gang_resources,
     UnknownVersion,
+    gang_resources,
     kueue_resource,
 )
 from triage.dumpfile import bulk_parse
@@ -452,17 +452,13 @@ def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_P
         quotas, runtime_classes = ref_policy(reader, found, ref.namespace, page_size)
         dra = read_dra(reader, found, ref.namespace, page_size)
         gangs = ref_gangs(reader, found, ref, page_size)
-        nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
-    return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
-                    resourcequotas=quotas, runtimeclasses=runtime_classes,
-                    workloads=found.workloads, dra=dra, gangs=gangs,
         kueue = read_queues(reader, found, page_size)
         positions = read_position(reader, found, kueue) if kueue else {}
         nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
     return Snapshot(nodes=nodes, pods=merge_pods(pods, found.pods), events=found.events,
                     resourcequotas=quotas, runtimeclasses=runtime_classes,
-                    workloads=found.workloads, dra=dra, queues=kueue, queue_positions=positions,
-                    cluster=cluster or reader.server,
+                    workloads=found.workloads, dra=dra, gangs=gangs, queues=kueue,
+                    queue_positions=positions, cluster=cluster or reader.server,
                     problems=tuple(found.problems), read_at=rfc3339(datetime.now(UTC)))
 
 
@@ -508,10 +504,6 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
            *served(reader, RESOURCE_CLAIMS, page_size=page_size),
            *served(reader, RESOURCE_SLICES, page_size=page_size),
            *served(reader, DEVICE_TAINT_RULES, page_size=page_size)]
-    return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
-                    runtimeclasses=runtime_classes, workloads=workloads, dra=dra,
-                    gangs=read_gangs(reader, namespace, page_size), cluster=reader.server)
-           *served(reader, RESOURCE_SLICES, page_size=page_size)]
     try:
         kueue = list_queues(reader, queues.QUEUE_KINDS, page_size)
     except UnknownVersion as exc:
@@ -519,4 +511,5 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
         kueue = []
     return Snapshot(nodes=nodes, pods=pods, events=events, resourcequotas=quotas,
                     runtimeclasses=runtime_classes, workloads=workloads, dra=dra,
-                    queues=kueue, cluster=reader.server)
+                    gangs=read_gangs(reader, namespace, page_size), queues=kueue,
+                    cluster=reader.server)

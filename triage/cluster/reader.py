@@ -261,14 +261,12 @@ class ClusterReader:
         reads that is served; None when the group is not served at all."""
         if group in self._versions:
             return self._versions[group]
-        call = _Call("get", Resource(f"API group {group}", "APIGroup", "v1"))
-        response = self._request(call, "GET", f"/apis/{quote(group, safe='')}", [])
+        document = self._api_group(group)
         found: str | None = None
-        if response is not None:
-            document = self._json(call, response)
+        if document is not None:
             served = [str(v.get("version")) for v in document.get("versions") or []
                       if isinstance(v, Mapping)]
-            preferred = (document.get("preferredVersion") or {}).get("version")
+            preferred = _preferred(document)
             found = preferred if preferred in known else next(
                 (version for version in known if version in served), None)
             if found is None:
@@ -308,13 +306,14 @@ class ClusterReader:
     def preferred_version(self, group: str) -> str | None:
         """The version of an API group the server prefers (GET /apis/<group>); None when it
         does not serve the group."""
+        document = self._api_group(group)
+        return None if document is None else _preferred(document)
+
+    def _api_group(self, group: str) -> K8sObject | None:
+        """GET /apis/<group>: its APIGroup document, None when the group is not served."""
         call = _Call("get", Resource(group, "APIGroup", "v1"))
         response = self._request(call, "GET", f"/apis/{quote(group, safe='.')}", [])
-        if response is None:
-            return None
-        preferred = self._json(call, response).get("preferredVersion") or {}
-        version = preferred.get("version") if isinstance(preferred, Mapping) else None
-        return str(version) if version else None
+        return None if response is None else self._json(call, response)
 
     def server_version(self) -> str:
         """The API server's version (GET /version), e.g. v1.36.2."""
@@ -463,6 +462,13 @@ class ClusterReader:
         return ClusterError(f"Not found: the Kubernetes API server at {self.server} has "
                             f"nothing for {call.describe()}"
                             + (f" ({message})." if message else "."))
+
+
+def _preferred(group: Mapping[str, Any]) -> str | None:
+    """An APIGroup document's preferred version ("v1beta2"), None when it names none."""
+    preferred = group.get("preferredVersion") or {}
+    version = preferred.get("version") if isinstance(preferred, Mapping) else None
+    return str(version) if version else None
 
 
 def _status(data: bytes) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import logging
 import math
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import closing, suppress
 from dataclasses import dataclass, field
@@ -46,8 +47,8 @@ from triage.cluster.reader import (
     Forbidden,
     NotServed,
     Resource,
-    gang_resources,
     UnknownVersion,
+    gang_resources,
     kueue_resource,
 )
 from triage.dumpfile import bulk_parse
@@ -640,8 +641,12 @@ class WatchCache:
         return time.monotonic() - min(moment for moment in heard if moment is not None)
 
     def counts(self) -> dict[str, int]:
-        """Objects held, by resource."""
-        return {r.resource.plural: len(r.store) for r in self._reflectors}
+        """Objects held, by resource: its plural, with its group where two groups share it
+        (Kueue's Workloads and scheduling.k8s.io's)."""
+        reflectors = self._reflectors
+        shared = Counter(r.resource.plural for r in reflectors)
+        return {(r.resource.display if shared[r.resource.plural] > 1 else r.resource.plural):
+                len(r.store) for r in reflectors}
 
     def snapshot_for(self, ref: PodRef, cluster: str = "") -> IndexedSnapshot:
         """The Snapshot for one triage: per-ref reads from the API, nodes and pods from memory."""
