@@ -39,6 +39,8 @@ DUMP_FILES: dict[str, str] = {
     "gangs.json": "gangs",
 }
 
+_NONE = Decimal(0)
+
 # In the order a bare name is resolved: the object a person most likely created first.
 WORKLOAD_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
 
@@ -133,6 +135,10 @@ class Snapshot:
     @cached_property
     def _free_gpus_by_node(self) -> dict[tuple[str, str], int]:
         return {}  # filled lazily by ``free_gpus``
+
+    @cached_property
+    def _room_by_node(self) -> dict[str, dict[str, Decimal]]:
+        return {}  # filled lazily by ``room_on``
 
     @cached_property
     def _hami_usage_by_node(self) -> dict[str, dict[str, Usage]]:
@@ -260,6 +266,18 @@ class Snapshot:
             free = self._free_gpus_by_node[key] = node.allocatable.get(resource, 0) - (
                 0 if used is None else int(used))
         return free
+
+    def room_on(self, node: NodeInfo) -> Mapping[str, Decimal]:
+        """The node's allocatable less what its pods request, for every resource whose
+        allocatable parses (exact quantities), worked out once per node: an any-node pod's
+        triage asks it of every node that fits GPU-wise."""
+        room = self._room_by_node.get(node.name)
+        if room is None:
+            requested = self.requested_on(node.name)
+            room = self._room_by_node[node.name] = {
+                resource: amount - requested.get(resource, _NONE)
+                for resource, amount in node.allocatable_exact.items()}
+        return room
 
     def hami_usage(self, node_name: str) -> Mapping[str, Usage]:
         """HAMi's device usage on the node (by card UUID), summed once over its pods."""

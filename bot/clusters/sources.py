@@ -18,7 +18,7 @@ from triage import cluster as kube  # loaded on first use
 from triage.classify import triage
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import DEFAULT_CONFIG, TriageConfig
-from triage.dumpfile import bulk_parse
+from triage.dumpfile import bulk_parse, one_answer
 from triage.refs import PodRef
 from triage.slim import slim_outside
 from triage.snapshot import Snapshot, parse_rfc3339
@@ -51,7 +51,7 @@ def answered(reader: str, answer: Callable[[], Verdict]) -> Verdict:
     """Run one triage, timed per reader (gpuwhy_triage_duration_seconds), and log the per-node
     facts at the two levels of HAMi's event-log proposal, with pod and node on every line:
     INFO NodeUnfitPod / NodeFitPod, DEBUG one line per device."""
-    with TRIAGE_SECONDS.labels(reader).time():
+    with TRIAGE_SECONDS.labels(reader).time(), one_answer():
         verdict = answer()
     for level, line in log_lines(verdict.ref, verdict.nodes):
         log.log(level, line)
