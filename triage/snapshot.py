@@ -325,6 +325,36 @@ class Snapshot:
         return [o for o in objects if o.get("metadata", {}).get("namespace") == namespace]
 
 
+class PodsNotRead(Exception):
+    """A triage asked a NodesReadSnapshot for pods it does not hold: those of ``node``, or
+    (None) pods other than by node. The reader reads them and the triage runs again."""
+
+    def __init__(self, node: str | None) -> None:
+        super().__init__(f"pods on {node} not read" if node else "pods not read")
+        self.node = node
+
+
+@dataclass(frozen=True)
+class NodesReadSnapshot(Snapshot):
+    """A Snapshot holding the pods of some nodes only (``read_on``), besides the ref's own:
+    a cold read of a pod its selector pins to a few nodes. Asked for anything else about
+    pods, it raises PodsNotRead, so an answer is never worked out from pods it lacks."""
+
+    read_on: frozenset[str] = frozenset()
+    fetched: tuple[K8sObject, ...] = ()  # the ref's own pods, read whole
+
+    def pods_on(self, node_name: str) -> list[K8sObject]:
+        if node_name not in self.read_on:
+            raise PodsNotRead(node_name)
+        return super().pods_on(node_name)
+
+    def pods_in(self, namespace: str) -> list[K8sObject]:
+        raise PodsNotRead(None)
+
+    def children(self, owner: Mapping[str, Any]) -> list[K8sObject]:
+        raise PodsNotRead(None)
+
+
 def rfc3339(moment: datetime) -> str:
     """A timezone-aware moment as the API server writes times: 2026-11-30T12:50:44Z."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
