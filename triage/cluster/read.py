@@ -387,10 +387,13 @@ def read_gang_pods(reader: ClusterReader, found: RefObjects, ref: PodRef,
 
 # A pending pod whose nodeSelector / required node affinity leaves at most this share of the
 # nodes has only those nodes' pods read, one field-selected list per node (POD_READERS at a
-# time); a larger share: the paged list of every non-terminated pod. Measured with
-# ``python -m bench`` at 5,000 nodes / 150,000 pods (pinned-read rows): reading a node's pods
-# cost about as much as ~1/PINNED_SHARE of the full list's time divided by the node count.
-PINNED_SHARE = 0.2
+# time); a larger share: the paged list of every non-terminated pod. Measured at 5,000 nodes
+# / 150,000 pods against tests/kubeapi.py (which indexes pods by node, as kube-apiserver's
+# watch cache does), 2026-12-01, load average 7: the pods of 50 / 250 / 500 / 1,000 nodes
+# took 0.08 / 0.65 / 0.83 / 1.67 s (1.5-2.6 ms a node), the paged list 6.8-9.7 s beside
+# each: the two cost the same at 59-127 % of the nodes. A quarter stays well below that, as
+# each node's list is one more request against the API server's fairness share.
+PINNED_SHARE = 0.25
 POD_READERS = 8
 # Nodes beyond the pinned ones whose pods an answer may still ask for (a node elsewhere with
 # room, named as the way out of exhausted) before every pod is listed instead.
