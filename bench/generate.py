@@ -2,12 +2,13 @@
 
 Run: python -m bench.generate DIR [--nodes 5000] [--pods 150000] [--seed 9]
 
-Deterministic for a seed. The mix: 8-GPU A100 pools (half of them full), a tainted H100 pool,
-a cordoned pool, nodes whose GPUs are broken (allocatable 0) or whose device plugin is gone,
-CPU nodes, a HAMi pool (registered A100s with shared pods on them), Running pods (GPU holders
-first, then CPU-only pods) up to the pod count with a few finished ones, and 300 pending pods
-in namespace ``bench`` of 10 kinds, each with its FailedScheduling event where the scheduler
-would have spoken. Files are written item by item, indented as ``kubectl get -o json`` does.
+Deterministic for a seed. The mix: 8-GPU A100 pools of ~40 nodes (half of them full), a
+tainted H100 pool, a cordoned pool, nodes whose GPUs are broken (allocatable 0) or whose
+device plugin is gone, CPU nodes, a HAMi pool (registered A100s with shared pods on them),
+Running pods (GPU holders first, then CPU-only pods) up to the pod count with a few finished
+ones, and 300 pending pods in namespace ``bench`` of 10 kinds, each with its FailedScheduling
+event where the scheduler would have spoken. Files are written item by item, indented as
+``kubectl get -o json`` does.
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ Obj = dict[str, Any]
 RECORDED = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "scenarios"
 PENDING_NAMESPACE = "bench"
 PENDING_PODS = 300
-A100_POOLS = 10  # a100-0 .. a100-4 full, a100-5 .. a100-9 with room
+# A100 pools of about this many nodes, at least 10: the first half full, the rest with room
+# (a pod pinned to a pool reads that pool's pods only, a few per cent of a large cluster's)
+A100_POOL_NODES = 40
+MIN_A100_POOLS = 10
+# Part of the dump directory's name: dumps of an older generator are not reused.
+GENERATOR_VERSION = 2
 # (kind, share of the nodes); the rest are A100 nodes
 NODE_MIX = (("h100-tainted", 0.05), ("maint-cordoned", 0.03), ("v100-broken", 0.02),
             ("t4-noplugin", 0.02), ("cpu", 0.13), ("hami", 0.05))
@@ -91,17 +97,18 @@ def build_nodes(templates: Templates, count: int, rng: random.Random) -> list[tu
     for role, share in NODE_MIX:
         plan += [role] * max(1, round(count * share))
     plan += ["a100"] * (count - len(plan))
+    pools = max(MIN_A100_POOLS, round(plan.count("a100") / A100_POOL_NODES))
     rng.shuffle(plan)
     nodes = []
     a100_seen = 0
     for index, role in enumerate(plan):
         name = f"node-{index:05d}"
         if role == "a100":
-            pool = a100_seen % A100_POOLS
+            pool = a100_seen % pools
             a100_seen += 1
             node = _node(templates.a100, name, f"a100-{pool}", index)
             _set_gpus(node, 8)
-            nodes.append((node, "a100-full" if pool < A100_POOLS // 2 else "a100-room"))
+            nodes.append((node, "a100-full" if pool < pools // 2 else "a100-room"))
         elif role == "h100-tainted":
             nodes.append((_node(templates.h100, name, "h100", index), "h100"))
         elif role == "maint-cordoned":

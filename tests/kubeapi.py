@@ -187,6 +187,9 @@ class FakeKubeAPI:
         # from its watch cache; re-encoding every page in Python would time this server)
         self._encoded: dict[str, dict[Key, bytes]] = {k.store: {} for k in KINDS}
         self._sorted_keys: dict[str, list[Key]] = {}
+        # pods by spec.nodeName, as kube-apiserver's watch cache indexes them for the kubelet's
+        # (and a pinned cold read's) fieldSelector=spec.nodeName=...
+        self._pods_on: dict[str, set[Key]] = {}
         self._history: list[Change] = []
         self._resource_version = 1000
         self._compacted = 0
@@ -196,6 +199,7 @@ class FakeKubeAPI:
         self.bookmark_interval = bookmark_interval
         self.faults: list[Fault] = []
         self.requests: list[Request] = []
+        self.sent: list[tuple[Request, int]] = []  # each answer's body size in bytes
         self.unexpected_writes: list[Request] = []
         self.dry_runs: list[Obj] = []
         self.denied: set[tuple[str, str, str]] = set()  # (verb, group, resource)
@@ -275,6 +279,9 @@ class FakeKubeAPI:
 
     def _store(self, item: Obj) -> None:
         kind, key = _kind_of(item), _key(item)
+        if kind.plural == "pods":
+            self._unindex_pod(key)
+            self._pods_on.setdefault(_field(item, "spec.nodeName"), set()).add(key)
         self._objects[kind.store][key] = item
         self._encoded[kind.store][key] = json.dumps(_as_list_item(item)).encode()
         self._sorted_keys.pop(kind.store, None)
@@ -295,6 +302,8 @@ class FakeKubeAPI:
     def delete(self, kind_name: str, namespace: str, name: str) -> None:
         with self._lock:
             kind = BY_KIND[kind_name]
+            if kind.plural == "pods":
+                self._unindex_pod((namespace, name))
             old = self._objects[kind.store].pop((namespace, name))
             del self._encoded[kind.store][(namespace, name)]
             self._sorted_keys.pop(kind.store, None)
@@ -303,6 +312,11 @@ class FakeKubeAPI:
             gone["metadata"]["resourceVersion"] = str(self._resource_version)
             self._history.append(Change(self._resource_version, kind, old, gone, deleted=True))
             self._lock.notify_all()
+
+    def _unindex_pod(self, key: Key) -> None:
+        old = self._objects["pods"].get(key)
+        if old is not None:
+            self._pods_on.get(_field(old, "spec.nodeName"), set()).discard(key)
 
     def get_object(self, kind_name: str, namespace: str, name: str) -> Obj:
         return self._objects[BY_KIND[kind_name].store][(namespace, name)]
@@ -398,7 +412,9 @@ class FakeKubeAPI:
                 list_rv, start = state["rv"], (state["ns"], state["name"])
             objects, encoded = self._objects[kind.store], self._encoded[kind.store]
             keys = self._sorted_keys.get(kind.store)
-            if keys is None:
+            if (node := _node_of(kind, query.get("fieldSelector", ""))) is not None:
+                keys = sorted(self._pods_on.get(node, ()))
+            elif keys is None:
                 keys = self._sorted_keys[kind.store] = sorted(objects)
             position = bisect.bisect_right(keys, start) if query.get("continue") else 0
             items: list[bytes] = []
@@ -708,6 +724,17 @@ def _selector(field_selector: str, label_selector: str) -> Callable[[Obj], bool]
     return lambda obj: all(test(obj) for test in tests)
 
 
+def _node_of(kind: Kind, field_selector: str) -> str | None:
+    """The node a pod list's fieldSelector names (spec.nodeName=...), if it names one."""
+    if kind.plural != "pods":
+        return None
+    for term in _split_selector(field_selector):
+        name, negate, value = _equality(term)
+        if name == "spec.nodeName" and not negate:
+            return value
+    return None
+
+
 def _field_test(term: str) -> Callable[[Obj], bool]:
     name, negate, value = _equality(term)
     return lambda obj: (_field(obj, name) == value) != negate
@@ -814,6 +841,7 @@ def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
             query = dict(parse_qsl(split.query, keep_blank_values=True))
             request = Request(method, split.path, query, self.headers.get("Authorization") or "")
             api.requests.append(request)
+            self._request = request
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length)) if length else {}
             if not api.is_allowed(request):
@@ -869,6 +897,7 @@ def _handler_for(api: FakeKubeAPI) -> type[BaseHTTPRequestHandler]:
             data = document if isinstance(document, bytes) else json.dumps(document).encode()
             if truncate:
                 data = data[: len(data) // 2]
+            api.sent.append((self._request, len(data)))
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

@@ -66,3 +66,24 @@ def test_pages_are_encoded_list_documents_that_add_up_to_the_list() -> None:
             if not token:
                 break
     assert items == whole and len(whole) > 2
+
+
+def test_a_node_s_pods_are_listed_by_spec_node_name_as_they_move_and_go() -> None:
+    pods = json.loads((SEVEN / "pods.json").read_text())["items"]
+
+    def on(api: FakeKubeAPI, node: str) -> list[str]:
+        document = json.loads(listed(api, f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}"
+                                          "%2Cstatus.phase%21%3DSucceeded&limit=2"))
+        return [i["metadata"]["name"] for i in document["items"]]
+
+    with FakeKubeAPI(SEVEN) as api:
+        assert on(api, "gpu-a10-full") == ["train-a", "crashed"]  # a page of 2; done is out
+        assert sorted(p["metadata"]["name"] for p in pods
+                      if p["spec"].get("nodeName") == "gpu-a100-1") == on(api, "gpu-a100-1")
+        moved = copy.deepcopy(next(p for p in pods if p["metadata"]["name"] == "train-a"))
+        moved["spec"]["nodeName"] = "gpu-a100-1"
+        api.apply(moved)
+        api.delete("Pod", "research", "ok")
+        assert on(api, "gpu-a100-1") == ["train-a", "no-request"]
+        assert on(api, "gpu-a10-full") == ["crashed", "train-b"]
+        assert sum(size for request, size in api.sent if request.query.get("fieldSelector")) > 0

@@ -62,6 +62,21 @@ class _Collector:
                         gc.enable()
                     if self._freeze:
                         gc.freeze()
+                        _young_threshold_for_answers()
+
+
+# An answer's Verdict holds a report per node (5,000 and more) while it is rendered; young
+# collections at the default 700 objects would move each answer's reports into the oldest
+# generation and so bring on a full collection every hundred answers or so.
+ANSWER_OBJECTS = 50_000
+
+
+def _young_threshold_for_answers() -> None:
+    """Once the long-lived objects are frozen, only young ones are left to collect: let an
+    answer's objects die by reference counting before a collection walks them."""
+    young, middle, old = gc.get_threshold()
+    if young and young < ANSWER_OBJECTS:
+        gc.set_threshold(ANSWER_OBJECTS, middle, old)
 
 
 _COLLECTOR = _Collector()  # one per process, as the garbage collector is
@@ -72,6 +87,14 @@ def bulk_parse(freeze: bool = True) -> AbstractContextManager[None]:
     afterwards, so later collections do not walk the snapshot's objects again (for a snapshot
     kept for good: frozen objects are never collected)."""
     return _COLLECTOR.held(freeze)
+
+
+def one_answer() -> AbstractContextManager[None]:
+    """No garbage collection while one triage runs. A triage holds a report per node (5,000
+    of them) until its Verdict is out, then frees them all by reference counting; collections
+    on the way would only walk them, move them to the oldest generation and so bring on a
+    full collection every few triages. The few cycles a triage leaves are collected later."""
+    return _COLLECTOR.held(False)
 
 
 class _Reader:

@@ -2,13 +2,16 @@
 
 Built once per Snapshot (lazily) and kept with it, in the API server's order (by name), so
 an answer never depends on the order the nodes were listed in. Each row holds the node's
-facts pre-parsed (labels, blocking taints, capacity and allocatable as integers); what
-depends on the node's pods (summed requests, HAMi usage) stays with the Snapshot, which the
-watch cache keeps current per event.
+facts pre-parsed (labels, blocking taints, capacity and allocatable as integers) and its
+shape: a GPU pool's nodes are alike but for their names, so the funnel judges the checks that
+read only these facts once per shape. What depends on the node's pods (summed requests, HAMi
+usage) stays with the Snapshot, which the watch cache keeps current per event.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -19,6 +22,9 @@ from scoring.hami import Registration, parse_registration
 from scoring.nodes import blocking_taints, labels, node_name
 from scoring.objects import K8sObject
 from scoring.quantity import QuantityError, parse_quantity, quantity_int
+
+# The kubelet's own label: every node's differs, and it is only its name again.
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,9 @@ class NodeInfo:
     # (an unparsable value counts 0, as ``scoring.nodes.status_amount`` reads it)
     capacity: Mapping[str, int] = field(repr=False)
     allocatable: Mapping[str, int] = field(repr=False)
+    # labels but the hostname, blocking taints, capacity and allocatable as one interned
+    # string: nodes of one shape give the same answer to a check reading only those
+    shape: str = field(repr=False)
 
     @cached_property
     def allocatable_exact(self) -> Mapping[str, Decimal]:
@@ -60,9 +69,21 @@ def _amounts(node: K8sObject, section: str) -> dict[str, int]:
 
 
 def node_info(node: K8sObject) -> NodeInfo:
-    return NodeInfo(name=node_name(node), raw=node, labels=labels(node),
-                    taints=tuple(blocking_taints(node)), capacity=_amounts(node, "capacity"),
-                    allocatable=_amounts(node, "allocatable"))
+    node_labels, taints = labels(node), tuple(blocking_taints(node))
+    capacity, allocatable = _amounts(node, "capacity"), _amounts(node, "allocatable")
+    return NodeInfo(name=node_name(node), raw=node, labels=node_labels, taints=taints,
+                    capacity=capacity, allocatable=allocatable,
+                    shape=_shape(node_labels, taints, capacity, allocatable))
+
+
+def _shape(node_labels: Mapping[str, str], taints: tuple[dict[str, Any], ...],
+           capacity: Mapping[str, int], allocatable: Mapping[str, int]) -> str:
+    """A taint's timeAdded is left out (no check reads it); interned, so the funnel's lookups
+    by shape compare pointers."""
+    facts = ({k: v for k, v in node_labels.items() if k != HOSTNAME_LABEL},
+             [{k: v for k, v in taint.items() if k != "timeAdded"} for taint in taints],
+             capacity, allocatable)
+    return sys.intern(json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str))
 
 
 def node_table(nodes: list[K8sObject]) -> tuple[NodeInfo, ...]:

@@ -45,6 +45,7 @@ DUMP_FILES: dict[str, str] = {
 
 # Written only when they hold something (Kueue's objects: only where Kueue is served).
 OPTIONAL_DUMP_LISTS = frozenset({"queues"})
+_NONE = Decimal(0)
 
 # In the order a bare name is resolved: the object a person most likely created first.
 WORKLOAD_KINDS = ("Deployment", "Job", "StatefulSet", "DaemonSet", "ReplicaSet")
@@ -144,6 +145,10 @@ class Snapshot:
     @cached_property
     def _free_gpus_by_node(self) -> dict[tuple[str, str], int]:
         return {}  # filled lazily by ``free_gpus``
+
+    @cached_property
+    def _room_by_node(self) -> dict[str, dict[str, Decimal]]:
+        return {}  # filled lazily by ``room_on``
 
     @cached_property
     def _hami_usage_by_node(self) -> dict[str, dict[str, Usage]]:
@@ -277,6 +282,18 @@ class Snapshot:
                 0 if used is None else int(used))
         return free
 
+    def room_on(self, node: NodeInfo) -> Mapping[str, Decimal]:
+        """The node's allocatable less what its pods request, for every resource whose
+        allocatable parses (exact quantities), worked out once per node: an any-node pod's
+        triage asks it of every node that fits GPU-wise."""
+        room = self._room_by_node.get(node.name)
+        if room is None:
+            requested = self.requested_on(node.name)
+            room = self._room_by_node[node.name] = {
+                resource: amount - requested.get(resource, _NONE)
+                for resource, amount in node.allocatable_exact.items()}
+        return room
+
     def hami_usage(self, node_name: str) -> Mapping[str, Usage]:
         """HAMi's device usage on the node (by card UUID), summed once over its pods."""
         cached = self._hami_usage_by_node.get(node_name)
@@ -321,6 +338,36 @@ class Snapshot:
 
     def namespace_objects(self, objects: Iterable[K8sObject], namespace: str) -> list[K8sObject]:
         return [o for o in objects if o.get("metadata", {}).get("namespace") == namespace]
+
+
+class PodsNotRead(Exception):
+    """A triage asked a NodesReadSnapshot for pods it does not hold: those of ``node``, or
+    (None) pods other than by node. The reader reads them and the triage runs again."""
+
+    def __init__(self, node: str | None) -> None:
+        super().__init__(f"pods on {node} not read" if node else "pods not read")
+        self.node = node
+
+
+@dataclass(frozen=True)
+class NodesReadSnapshot(Snapshot):
+    """A Snapshot holding the pods of some nodes only (``read_on``), besides the ref's own:
+    a cold read of a pod its selector pins to a few nodes. Asked for anything else about
+    pods, it raises PodsNotRead, so an answer is never worked out from pods it lacks."""
+
+    read_on: frozenset[str] = frozenset()
+    fetched: tuple[K8sObject, ...] = ()  # the ref's own pods, read whole
+
+    def pods_on(self, node_name: str) -> list[K8sObject]:
+        if node_name not in self.read_on:
+            raise PodsNotRead(node_name)
+        return super().pods_on(node_name)
+
+    def pods_in(self, namespace: str) -> list[K8sObject]:
+        raise PodsNotRead(None)
+
+    def children(self, owner: Mapping[str, Any]) -> list[K8sObject]:
+        raise PodsNotRead(None)
 
 
 def rfc3339(moment: datetime) -> str:

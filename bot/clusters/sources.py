@@ -18,7 +18,7 @@ from triage import cluster as kube  # loaded on first use
 from triage.classify import triage
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import DEFAULT_CONFIG, TriageConfig
-from triage.dumpfile import bulk_parse
+from triage.dumpfile import bulk_parse, one_answer
 from triage.refs import PodRef
 from triage.slim import slim_outside
 from triage.snapshot import Snapshot, parse_rfc3339
@@ -51,10 +51,11 @@ def answered(reader: str, answer: Callable[[], Verdict]) -> Verdict:
     """Run one triage, timed per reader (gpuwhy_triage_duration_seconds), and log the per-node
     facts at the two levels of HAMi's event-log proposal, with pod and node on every line:
     INFO NodeUnfitPod / NodeFitPod, DEBUG one line per device."""
-    with TRIAGE_SECONDS.labels(reader).time():
+    with TRIAGE_SECONDS.labels(reader).time(), one_answer():
         verdict = answer()
-    for level, line in log_lines(verdict.ref, verdict.nodes):
-        log.log(level, line)
+    if log.isEnabledFor(logging.INFO):  # a line per node: 5,000 of them, unless -v
+        for level, line in log_lines(verdict.ref, verdict.nodes):
+            log.log(level, line)
     return verdict
 
 
@@ -112,9 +113,9 @@ class LiveSource:
             # The collector stays off through the first triage too: it indexes the fresh
             # snapshot, and a collection would walk every young object the read just made.
             with bulk_parse(freeze=False):
-                snapshot = kube.read_snapshot(self.api_client, ref, self.page_size,
-                                              self.timeout, self.cluster)
-                return triage(snapshot, ref, self.config)
+                return kube.answer_cold(self.api_client, ref,
+                                        lambda snapshot: triage(snapshot, ref, self.config),
+                                        self.page_size, self.timeout, self.cluster)
 
         return answered("live", answer)
 

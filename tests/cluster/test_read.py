@@ -16,9 +16,10 @@ from scoring.objects import is_terminated, object_key
 from tests.cluster.conftest import by_name, ref_of
 from tests.kubeapi import FakeKubeAPI, status_body
 from triage.cluster import load_api_client, read_snapshot
+from triage.cluster import read as cold
 from triage.cluster.read import merge_pods
 from triage.slim import slim_node, slim_pod
-from triage.snapshot import DUMP_FILES, Snapshot
+from triage.snapshot import DUMP_FILES, NodesReadSnapshot, PodsNotRead, Snapshot
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 SCENARIOS = FIXTURES / "scenarios"
@@ -48,13 +49,28 @@ def as_kubectl_dumps_it(directory: Path, copy: Path) -> Path:
     return copy
 
 
+# How a cold read may read pods: every pod listed; each pinned pod's nodes read one by one
+# (whatever their share of the nodes), more nodes read as the answer asks; or the same, with
+# no node beyond the pinned ones (the answer that asks for one gets every pod instead).
+POD_READS = {"listed": (0.0, 16), "pinned": (1.0, 16), "pinned-then-listed": (1.0, 0)}
+
+
+@pytest.mark.parametrize("reads", POD_READS)
 @pytest.mark.parametrize("directory", ALL_SCENARIOS, ids=lambda d: f"{d.parent.name}/{d.name}")
-def test_every_scenario_gets_the_dumps_verdict_live(directory: Path, tmp_path: Path) -> None:
+def test_every_scenario_gets_the_dumps_verdict_live(directory: Path, tmp_path: Path, reads: str,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    share, extra = POD_READS[reads]
+    monkeypatch.setattr(cold, "PINNED_SHARE", share)
+    monkeypatch.setattr(cold, "MAX_EXTRA_NODES", extra)
     expected = json.loads((directory / "expected.json").read_text())
     dump = SnapshotSource(as_kubectl_dumps_it(directory, tmp_path / "dump"))
     with FakeKubeAPI(directory) as server:
         live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
         verdicts = {ref: live.triage(ref_of(ref)).to_dict() for ref in expected}
+        node_reads = [r for r in server.requests
+                      if "spec.nodeName=" in r.query.get("fieldSelector", "")]
+    assert bool(node_reads) == (reads != "listed" and any(
+        cold.may_pin(dump.snapshot.pod(*ref.split("/"))) for ref in expected))
     remarks = 0
     for ref, verdict in verdicts.items():
         from_dump = dump.triage(ref_of(ref)).to_dict()
@@ -76,7 +92,9 @@ POLICY_READS = [("research/full", False, False), ("research/ok", False, False),
 
 @pytest.mark.parametrize(("ref", "quotas", "runtime_classes"), POLICY_READS)
 def test_live_snapshot_holds_the_dumped_objects(client: ApiClient, ref: str, quotas: bool,
-                                                runtime_classes: bool) -> None:
+                                                runtime_classes: bool,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cold, "PINNED_SHARE", 0.0)  # every pod listed
     dump = Snapshot.from_dir(SEVEN)
     live = read_snapshot(client, ref_of(ref), page_size=2)
     # nodes and pods as the watch cache keeps them (slim), the ref's own pod whole
@@ -122,17 +140,69 @@ def test_generated_pod_names_resolve_through_failedcreate_events(client: ApiClie
 def test_a_pending_pod_ref_costs_five_requests(client: ApiClient, api: FakeKubeAPI) -> None:
     # The fifth, ResourceSlices: whether a node publishes its GPUs as DRA devices. Quotas and
     # RuntimeClasses matter only to a workload's admission and a bound pod's runtime handler.
-    read_snapshot(client, ref_of("research/full"))
+    # research/big asks for any node: every non-terminated pod is listed.
+    read_snapshot(client, ref_of("research/big"))
     # nodes and pods are listed alongside, in their own threads: the order is not fixed
     assert sorted((r.path, r.query.get("fieldSelector", "")) for r in api.requests) == [
         ("/api/v1/namespaces/research/events",
-         "involvedObject.name=full,involvedObject.namespace=research"),
-        ("/api/v1/namespaces/research/pods/full", ""),
+         "involvedObject.name=big,involvedObject.namespace=research"),
+        ("/api/v1/namespaces/research/pods/big", ""),
         ("/api/v1/nodes", ""),
         ("/api/v1/pods", "status.phase!=Succeeded,status.phase!=Failed"),
         ("/apis/resource.k8s.io/v1/resourceslices", ""),
     ]
     assert all(r.method == "GET" for r in api.requests)
+
+
+def test_a_pod_pinned_to_a_pool_reads_only_its_nodes_pods(client: ApiClient,
+                                                           api: FakeKubeAPI) -> None:
+    # research/full's nodeSelector pool=a10-full matches one node of six
+    live = read_snapshot(client, ref_of("research/full"))
+    assert sorted((r.path, r.query.get("fieldSelector", "")) for r in api.requests) == [
+        ("/api/v1/namespaces/research/events",
+         "involvedObject.name=full,involvedObject.namespace=research"),
+        ("/api/v1/namespaces/research/pods/full", ""),
+        ("/api/v1/nodes", ""),
+        ("/api/v1/pods",
+         "spec.nodeName=gpu-a10-full,status.phase!=Succeeded,status.phase!=Failed"),
+        ("/apis/resource.k8s.io/v1/resourceslices", ""),
+    ]
+    dump = Snapshot.from_dir(SEVEN)
+    on_the_node = [slim_pod(p) for p in dump.pods_on("gpu-a10-full") if not is_terminated(p)]
+    assert by_name([slim_pod(p) for p in live.pods]) == by_name(
+        [*on_the_node, slim_pod(dump.pod("research", "full") or {})])
+    assert isinstance(live, NodesReadSnapshot)
+    with pytest.raises(PodsNotRead):
+        live.pods_on("gpu-a100-1")  # never an answer from pods that were not read
+
+
+def test_pods_an_answer_asks_for_beyond_the_pinned_nodes_are_read(
+        client: ApiClient, api: FakeKubeAPI) -> None:
+    asked: list[str] = []
+
+    def answer(snapshot: Snapshot) -> int:
+        # a triage that, like exhausted's "or relax the selector", looks at another node
+        asked.append(type(snapshot).__name__)
+        return len(snapshot.pods_on("gpu-a100-1"))
+
+    assert cold.answer_cold(client, ref_of("research/full"), answer) == 2
+    assert asked == ["NodesReadSnapshot", "NodesReadSnapshot"]
+    assert [r.query["fieldSelector"].split(",")[0] for r in api.requests
+            if "spec.nodeName=" in r.query.get("fieldSelector", "")] == [
+        "spec.nodeName=gpu-a10-full", "spec.nodeName=gpu-a100-1"]
+
+
+def test_an_answer_asking_for_pods_by_namespace_gets_every_pod(
+        client: ApiClient, api: FakeKubeAPI) -> None:
+    def answer(snapshot: Snapshot) -> list[str]:
+        return sorted(object_key(p)[1] for p in snapshot.pods_in("research"))
+
+    names = cold.answer_cold(client, ref_of("research/full"), answer)
+    assert names == sorted(object_key(p)[1] for p in Snapshot.from_dir(SEVEN).pods_in("research")
+                           if not is_terminated(p))
+    assert [r.query.get("fieldSelector") for r in api.requests if r.path == "/api/v1/pods"] == [
+        "spec.nodeName=gpu-a10-full,status.phase!=Succeeded,status.phase!=Failed",
+        "status.phase!=Succeeded,status.phase!=Failed"]
 
 
 # -- paging ----------------------------------------------------------------------------------

@@ -58,13 +58,17 @@ from triage.classify.subject import (
     Dropped,
     Finding,
     NodeFilter,
+    NodeFilterFn,
     PodCheck,
     Subject,
     When,
+    always,
     asks_dra,
     asks_gpus,
     asks_hami,
+    device_plugin_only,
     in_gang,
+    selection_ignores_names,
     selects_nodes,
 )
 from triage.nodetable import NodeInfo
@@ -82,15 +86,16 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
     Cause.NO_GPU_REQUEST: (PodCheck(Cause.NO_GPU_REQUEST, When.PRESENT, check_no_gpu_request),),
     Cause.SELECTOR_MISMATCH: (
         NodeFilter(Cause.SELECTOR_MISMATCH, When.UNBOUND, drop_selector, explain_selector,
-                   applies=selects_nodes),),
+                   applies=selects_nodes, by_shape=selection_ignores_names),),
     Cause.TAINT_UNTOLERATED: (
-        NodeFilter(Cause.TAINT_UNTOLERATED, When.UNBOUND, drop_taint, explain_taint),),
+        NodeFilter(Cause.TAINT_UNTOLERATED, When.UNBOUND, drop_taint, explain_taint,
+                   by_shape=always),),
     # DRA's device-unfit (devices of the class exist, none meets the request's selectors) is
     # decided at this step, right after no-gpu-node and before too-large (design.md's DRA
     # funnel): a node without a matching device cannot be "too large" or "exhausted".
     Cause.NO_GPU_NODE: (
         NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_no_gpu_node, explain_no_gpu_node,
-                   applies=asks_gpus),
+                   applies=asks_gpus, by_shape=device_plugin_only),
         NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, drop_dra_no_device,
                    with_alternatives(explain_dra_no_device),
                    applies=asks_dra),
@@ -99,10 +104,10 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
                    applies=asks_dra)),
     Cause.ALLOCATABLE_ZERO: (
         NodeFilter(Cause.ALLOCATABLE_ZERO, When.UNBOUND, drop_allocatable_zero,
-                   explain_allocatable_zero, applies=asks_gpus),),
+                   explain_allocatable_zero, applies=asks_gpus, by_shape=device_plugin_only),),
     Cause.TOO_LARGE: (
         NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_too_large, explain_too_large,
-                   applies=asks_gpus),
+                   applies=asks_gpus, by_shape=device_plugin_only),
         NodeFilter(Cause.TOO_LARGE, When.UNBOUND, drop_dra_too_large,
                    with_alternatives(explain_dra_too_large),
                    applies=asks_dra),
@@ -184,28 +189,41 @@ class _Funnel:
         self.subject = subject
         self.filters = filters
         self.nodes = subject.snapshot.node_table
-        active = [(index, check.drop) for index, check in enumerate(filters)
+        active = [(index, check) for index, check in enumerate(filters)
                   if check.applies is None or check.applies(subject)]
+        # The leading filters that read only a node's shape are asked once per shape; the
+        # rest (free GPUs, HAMi, DRA: what the node's pods or devices decide) per node.
+        shaped = 0
+        while shaped < len(active) and (by_shape := active[shaped][1].by_shape) is not None \
+                and by_shape(subject):
+            shaped += 1
+        first = [(index, check.drop) for index, check in active[:shaped]]
+        rest = [(index, check.drop) for index, check in active[shaped:]]
         # per node, in parallel lists: the index of the filter that drops it (len(filters):
         # none) and why; per filter, the positions of the nodes it drops
         self.at: list[int] = []
         self.why: list[str] = []
         self.dropped_at: dict[int, list[int]] = {}
         at, whys, dropped_at, kept = self.at, self.why, self.dropped_at, len(filters)
+        by_shape_seen: dict[str, tuple[int, str] | None] = {}
         for position, node in enumerate(self.nodes):
-            for index, drop in active:
-                why = drop(subject, node)
-                if why is not None:
-                    at.append(index)
-                    whys.append(why)
-                    if index in dropped_at:
-                        dropped_at[index].append(position)
-                    else:
-                        dropped_at[index] = [position]
-                    break
+            shape = node.shape
+            if shape in by_shape_seen:
+                drop_of_shape = by_shape_seen[shape]
             else:
+                drop_of_shape = by_shape_seen[shape] = _first_drop(subject, node, first)
+            dropped = drop_of_shape or _first_drop(subject, node, rest)
+            if dropped is None:
                 at.append(kept)
                 whys.append("")
+                continue
+            index, why = dropped
+            at.append(index)
+            whys.append(why)
+            if index in dropped_at:
+                dropped_at[index].append(position)
+            else:
+                dropped_at[index] = [position]
         # the outcome each filter gives a node it drops; None: the reason itself (HAMi codes)
         self.outcomes = [None if check.outcome_is_reason else (check.outcome or check.cause).value
                          for check in filters]
@@ -255,3 +273,13 @@ class _Funnel:
                                           if at < passed else NodeReport(node.name, FIT, "fits"))
         self.reported = passed
         self.subject.reports = reports
+
+
+def _first_drop(subject: Subject, node: NodeInfo,
+                filters: list[tuple[int, NodeFilterFn]]) -> tuple[int, str] | None:
+    """(the index of the first filter that drops the node, why), or None."""
+    for index, drop in filters:
+        why = drop(subject, node)
+        if why is not None:
+            return index, why
+    return None

@@ -3,6 +3,7 @@ scores, the node summary, and the scheduler's own words."""
 
 from __future__ import annotations
 
+from itertools import islice
 from operator import attrgetter
 
 from scoring.events import scheduler_scores
@@ -99,10 +100,11 @@ def _node_reports(subject: Subject, policy: str) -> list[NodeReport]:
     reports = _funnel_order(subject, policy)
     # Devices for the nodes a GPU check looked at, else (all tainted) for those the selector
     # matched; a 5,000-node answer lists the first ones.
-    matter = [r for r in reports
-              if r.outcome not in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)] or [
-        r for r in reports if r.outcome == Cause.TAINT_UNTOLERATED]
-    for report in matter[:MAX_DEVICE_NODES]:
+    # (the first MAX_DEVICE_NODES of them, without a list of 5,000 first)
+    matter = list(islice((r for r in reports if r.outcome not in (
+        Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)), MAX_DEVICE_NODES)) or list(islice(
+            (r for r in reports if r.outcome == Cause.TAINT_UNTOLERATED), MAX_DEVICE_NODES))
+    for report in matter:
         node = snapshot.node_info(report.name)
         if node is not None:
             _describe_node(subject, node, report)

@@ -24,7 +24,7 @@ from triage import admission
 from triage.config import TriageConfig
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure
-from triage.nodetable import NodeInfo
+from triage.nodetable import HOSTNAME_LABEL, NodeInfo
 from triage.pods import effective_request, pod_name
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
@@ -118,6 +118,17 @@ class Subject:
         """A nodeSelector or required node affinity narrows the nodes at all."""
         return bool(self.spec.get("nodeSelector")) or self.affinity_terms is not None
 
+    @cached_property
+    def selection_names_nodes(self) -> bool:
+        """The nodeSelector or required node affinity reads a node's name (the hostname
+        label, matchFields metadata.name): its answer differs between nodes of one shape."""
+        if HOSTNAME_LABEL in (self.spec.get("nodeSelector") or {}):
+            return True
+        return any(term.get("matchFields") or any(
+            expression.get("key") == HOSTNAME_LABEL
+            for expression in term.get("matchExpressions") or ())
+            for term in self.affinity_terms or ())
+
     @property
     def label(self) -> str:
         if self.pod is not None:
@@ -173,6 +184,9 @@ class NodeFilter:
     # Whether the filter can drop any node for this subject at all (None: always). A filter
     # that cannot is not asked per node: the funnel visits every node, so it pays to skip it.
     applies: Callable[[Subject], bool] | None = None
+    # Whether, for this subject, the filter reads only the node's shape (NodeInfo.shape):
+    # then the funnel asks it once per shape, not per node (None: never).
+    by_shape: Callable[[Subject], bool] | None = None
 
 
 Check = PodCheck | NodeFilter
@@ -197,6 +211,20 @@ def in_gang(subject: Subject) -> bool:
 
 def selects_nodes(subject: Subject) -> bool:
     return subject.selects_nodes
+
+
+def always(subject: Subject) -> bool:
+    return True
+
+
+def selection_ignores_names(subject: Subject) -> bool:
+    return not subject.selection_names_nodes
+
+
+def device_plugin_only(subject: Subject) -> bool:
+    """No GPU resource of the pod is one DRA may serve on some nodes (then the
+    extended-resource filters read only the node's capacity and allocatable)."""
+    return not subject.extended_dra
 
 
 def primary(subject: Subject) -> str:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         preflight_snapshot,
         read_manifest,
     )
-    from triage.cluster.read import read_bundle, read_ref_objects, read_snapshot
+    from triage.cluster.read import answer_cold, read_bundle, read_ref_objects, read_snapshot
     from triage.cluster.reader import (
         EVENTS,
         NODES,
@@ -51,7 +51,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "EVENTS", "NODES", "PODS", "QUOTAS",
     "RUNTIME_CLASSES", "WORKLOADS", "AdmissionRejected", "ClusterReader", "IndexedSnapshot",
-    "Kubeconfig", "ManifestError", "ManifestPod", "Resource", "WatchCache", "dry_run_pod",
+    "Kubeconfig", "ManifestError", "ManifestPod", "Resource", "WatchCache", "answer_cold",
+    "dry_run_pod",
     "find_kubeconfig", "kubeconfig_namespace", "load_api_client", "missing_claims",
     "preflight_snapshot",
     "read_bundle", "read_manifest", "read_ref_objects", "read_snapshot", "server_url",
@@ -64,7 +65,8 @@ _HOMES = {
     "server_url": "kubeconfig", "ManifestError": "manifest", "ManifestPod": "manifest",
     "dry_run_pod": "manifest", "missing_claims": "manifest", "preflight_snapshot": "manifest",
     "read_manifest": "manifest",
-    "read_bundle": "read", "read_ref_objects": "read", "read_snapshot": "read",
+    "answer_cold": "read", "read_bundle": "read", "read_ref_objects": "read",
+    "read_snapshot": "read",
     "EVENTS": "reader", "NODES": "reader", "PODS": "reader", "QUOTAS": "reader",
     "RUNTIME_CLASSES": "reader", "WORKLOADS": "reader", "ClusterReader": "reader",
     "Resource": "reader", "IndexedSnapshot": "watch", "WatchCache": "watch",

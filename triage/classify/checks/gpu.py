@@ -110,6 +110,11 @@ def _allocatable(subject: Subject, name: str, resource: str) -> int:
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
     free_gpus = subject.snapshot.free_gpus
     asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
+    for resource, request in asked.items():  # most nodes have room: no text built for them
+        if free_gpus(node, resource) < request:
+            break
+    else:
+        return None
     short = [f"{(allocatable := node.allocatable.get(resource, 0)) - free}/{allocatable} "
              f"{resource} held" for resource, request in asked.items()
              if (free := free_gpus(node, resource)) < request]

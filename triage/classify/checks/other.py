@@ -27,15 +27,15 @@ _NONE = Decimal(0)
 
 def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
     """NodeResourcesFit for cpu, memory, ephemeral storage and the pod count."""
-    requested = subject.snapshot.requested_on(node.name)
-    exact = node.allocatable_exact  # unparsable values left out: not checked
+    room = subject.snapshot.room_on(node)  # unparsable allocatable values: not checked
     short = [f"Insufficient {resource}" for resource, asked in subject.other_requests
-             if resource in exact and exact[resource] - requested.get(resource, _NONE) < asked]
-    limit = exact.get("pods")
-    if limit is None and (pods := (node.raw.get("status", {}).get("allocatable") or {})
-                          .get("pods")) is not None:
-        limit = parse_quantity(pods)  # an unparsable pod count raises, as it always has
-    if limit is not None and requested.get("pods", _NONE) + 1 > limit:
+             if resource in room and room[resource] < asked]
+    left = room.get("pods")
+    if left is None and (pods := (node.raw.get("status", {}).get("allocatable") or {})
+                         .get("pods")) is not None:
+        # an unparsable pod count raises, as it always has
+        left = parse_quantity(pods) - subject.snapshot.requested_on(node.name).get("pods", _NONE)
+    if left is not None and left < 1:
         short.append("Too many pods")
     return ", ".join(short) if short else None
 
