@@ -197,3 +197,14 @@ def sum_requests(pods: Iterable[K8sObject]) -> dict[str, Decimal]:
             totals[name] += amount
     totals["pods"] = Decimal(count)
     return dict(totals)
+
+
+def merge_pods(listed: Iterable[K8sObject], fetched: Iterable[K8sObject]) -> list[K8sObject]:
+    """The listed pods (each once, as a list gives them) with the individually fetched ones
+    replacing them in place or joining at the end. Only a listed pod with a fetched one's
+    name is keyed: a cold read lists 150,000 pods to merge one."""
+    replacing = {object_key(p): p for p in fetched}
+    names = {name for _, name in replacing}
+    merged = [replacing.pop(object_key(p), p) if p["metadata"].get("name") in names else p
+              for p in listed]
+    return merged + list(replacing.values())

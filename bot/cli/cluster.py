@@ -34,10 +34,9 @@ from triage.cluster import (
     read_manifest,
 )
 from triage.cluster.manifest import with_flavor
-from triage.cluster.read import merge_pods
 from triage.config import TriageConfig
 from triage.errors import ClusterError
-from triage.pods import gpu_requests
+from triage.pods import gpu_requests, merge_pods
 from triage.refs import PodRef
 from triage.snapshot import DUMP_FILES, Snapshot
 from triage.vocabulary import CAUSE_INFO, Cause

@@ -1,4 +1,4 @@
-"""List pages decoded straight into what the watch cache keeps (triage/cluster/pages.py)."""
+"""List pages decoded straight into what the watch cache keeps (triage/pages.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import pytest
 from bot.clusters.sources import WatchSource
 from tests.cluster.conftest import eventually
 from tests.kubeapi import FakeKubeAPI
+from triage.cache import NodeStore, PodStore
 from triage.cluster import load_api_client
-from triage.cluster.pages import ItemShape
 from triage.cluster.reader import NON_TERMINATED, PODS, ClusterReader
-from triage.cluster.watch import _NodeStore, _PodStore
+from triage.pages import ItemShape
 from triage.refs import PodRef
 from triage.slim import slim
 
@@ -23,7 +23,7 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 RECORDED = sorted(d for folder in ("scenarios", "scenarios-extra")
                   for d in (FIXTURES / folder).iterdir() if (d / "pods.json").exists())
-SHAPES = {"pods.json": _PodStore.slim, "nodes.json": _NodeStore.slim}
+SHAPES = {"pods.json": PodStore.slim, "nodes.json": NodeStore.slim}
 
 
 def as_page(items: list[dict[str, Any]]) -> bytes:
@@ -66,7 +66,7 @@ def odd_pods() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("pod", odd_pods(), ids=["container", "status", "init", "metadata"])
 def test_a_page_the_types_do_not_fit_is_not_cut(pod: dict[str, Any]) -> None:
-    assert _PodStore.slim.cut_page(as_page([pod])) is None
+    assert PodStore.slim.cut_page(as_page([pod])) is None
 
 
 def test_a_page_the_types_do_not_fit_is_kept_as_slim_keeps_it(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_a_page_the_types_do_not_fit_is_kept_as_slim_keeps_it(tmp_path: Path) ->
         for pod in (odd[0], odd[2]):  # of the others, the cache's own reads make nothing
             api.apply(pod)
         reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
-        shape = _PodStore.slim
+        shape = PodStore.slim
         listed, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=3, keep=shape)
         one_by_one, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=3,
                                         keep=lambda item: shape(item))

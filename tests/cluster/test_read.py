@@ -17,7 +17,7 @@ from tests.cluster.conftest import by_name, ref_of
 from tests.kubeapi import FakeKubeAPI, status_body
 from triage.cluster import load_api_client, read_snapshot
 from triage.cluster import read as cold
-from triage.cluster.read import merge_pods
+from triage.pods import merge_pods
 from triage.slim import slim_node, slim_pod
 from triage.snapshot import DUMP_FILES, NodesReadSnapshot, PodsNotRead, Snapshot
 

@@ -16,8 +16,8 @@ from bot.clusters.sources import LiveSource, WatchSource
 from scoring.objects import is_terminated, object_key
 from tests.cluster.conftest import eventually, ready_cache, ref_of, watch_source
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
-from triage.cluster import IndexedSnapshot, read_snapshot
-from triage.cluster.watch import _PodStore
+from triage.cache import IndexedSnapshot, PodStore
+from triage.cluster import read_snapshot
 from triage.errors import ClusterError
 from triage.snapshot import Snapshot
 
@@ -432,7 +432,7 @@ def test_pods_alike_but_for_their_node_share_one_requests_answer() -> None:
     bigger = copy.deepcopy(twin)
     bigger["metadata"]["name"] += "-bigger"
     bigger["spec"]["containers"][0].setdefault("resources", {})["requests"] = {"cpu": "99"}
-    store = _PodStore()
+    store = PodStore()
     store.replace([pod, twin])
     store.upsert(bigger)
     shares = {key: share for key, (_, share) in store._pods.items()}

@@ -4,7 +4,8 @@
 - ``reader``: the resources read and raw requests with a timeout, failures as one sentence;
 - ``errors``: what reading can raise besides ClusterError;
 - ``read``: what one triage needs, read cold, and support bundles;
-- ``watch``: the watch cache of ``gpuwhy serve``;
+- ``watch``: the watch cache of ``gpuwhy serve`` (its lists and watches; the stores and the
+  snapshot it keeps are ``triage.cache``);
 - ``manifest``: pre-flight of a manifest (``gpuwhy check``).
 
 The names below are re-exported so ``from triage.cluster import ...`` keeps working; they
@@ -46,11 +47,11 @@ if TYPE_CHECKING:
         ClusterReader,
         Resource,
     )
-    from triage.cluster.watch import IndexedSnapshot, WatchCache
+    from triage.cluster.watch import WatchCache
 
 __all__ = [
     "DEFAULT_PAGE_SIZE", "DEFAULT_TIMEOUT", "EVENTS", "NODES", "PODS", "QUOTAS",
-    "RUNTIME_CLASSES", "WORKLOADS", "AdmissionRejected", "ClusterReader", "IndexedSnapshot",
+    "RUNTIME_CLASSES", "WORKLOADS", "AdmissionRejected", "ClusterReader",
     "Kubeconfig", "ManifestError", "ManifestPod", "Resource", "WatchCache", "answer_cold",
     "dry_run_pod",
     "find_kubeconfig", "kubeconfig_namespace", "load_api_client", "missing_claims",
@@ -69,7 +70,7 @@ _HOMES = {
     "read_snapshot": "read",
     "EVENTS": "reader", "NODES": "reader", "PODS": "reader", "QUOTAS": "reader",
     "RUNTIME_CLASSES": "reader", "WORKLOADS": "reader", "ClusterReader": "reader",
-    "Resource": "reader", "IndexedSnapshot": "watch", "WatchCache": "watch",
+    "Resource": "reader", "WatchCache": "watch",
 }
 
 

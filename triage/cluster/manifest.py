@@ -14,7 +14,7 @@ from kubernetes.client import ApiClient
 from scoring.objects import K8sObject
 from triage import queues
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.read import TRIAGE_QUEUE_KINDS, list_queues, merge_pods, namespace_policy
+from triage.cluster.read import TRIAGE_QUEUE_KINDS, list_queues, namespace_policy
 from triage.cluster.reader import (
     NODES,
     NON_TERMINATED,
@@ -23,6 +23,7 @@ from triage.cluster.reader import (
     ClusterReader,
 )
 from triage.errors import ClusterError
+from triage.pods import merge_pods
 from triage.snapshot import Snapshot
 
 

@@ -50,7 +50,6 @@ from triage import queues
 from triage.admission import ordinal_base
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
@@ -75,7 +74,8 @@ from triage.cluster.reader import (
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.gangs import group_name
-from triage.pods import named_resources
+from triage.pages import slim_nodes, slim_pods
+from triage.pods import merge_pods, named_resources
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, NodesReadSnapshot, PodsNotRead, Snapshot, rfc3339
 
@@ -242,17 +242,6 @@ def label_selector(selector: Mapping[str, Any]) -> str:
         terms.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
                       "Exists": key, "DoesNotExist": f"!{key}"}.get(operator, key))
     return ",".join(terms)
-
-
-def merge_pods(listed: Iterable[K8sObject], fetched: Iterable[K8sObject]) -> list[K8sObject]:
-    """The listed pods (each once, as a list gives them) with the individually fetched ones
-    replacing them in place or joining at the end. Only a listed pod with a fetched one's
-    name is keyed: a cold read lists 150,000 pods to merge one."""
-    replacing = {object_key(p): p for p in fetched}
-    names = {name for _, name in replacing}
-    merged = [replacing.pop(object_key(p), p) if p["metadata"].get("name") in names else p
-              for p in listed]
-    return merged + list(replacing.values())
 
 
 def namespace_policy(reader: ClusterReader, namespace: str, page_size: int,

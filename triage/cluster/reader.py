@@ -21,8 +21,8 @@ from triage import queues
 from triage.cluster.errors import AdmissionRejected, Expired, one_line
 from triage.cluster.kubeconfig import server_url
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.pages import ItemShape
 from triage.errors import ClusterError
+from triage.pages import ItemShape
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)

@@ -4,30 +4,23 @@ the per-ref reads, whatever the cluster size."""
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
 from contextlib import closing, suppress
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from decimal import Decimal
-from functools import cached_property
 from typing import Any
 
-import msgspec
 from kubernetes.client import ApiClient
 
-from scoring.objects import K8sObject, is_terminated, object_key
+from scoring.objects import K8sObject, object_key
 from triage import queues
+from triage.cache import IndexedSnapshot, NodeStore, ObjectStore, PodStore
 from triage.cluster.errors import Expired, one_line
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.pages import slim_nodes, slim_pods
 from triage.cluster.read import (
-    merge_pods,
     read_gang_pods,
     read_position,
     read_ref_objects,
@@ -53,299 +46,11 @@ from triage.cluster.reader import (
 )
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
-from triage.nodetable import NodeInfo, node_info, node_table
-from triage.pods import sum_requests
 from triage.refs import PodRef
-from triage.slim import slim_node, slim_pod
-from triage.snapshot import Snapshot, rfc3339
+from triage.snapshot import rfc3339
 
 log = logging.getLogger(__name__)
 MAX_RETRY_DELAY = 60.0  # seconds between tries of a list or watch that keeps failing
-
-
-# -- watch cache ---------------------------------------------------------------------------
-
-class _NodeStore:
-    """Nodes by name with their node-table rows (kept current per event), viewed in the API
-    server's list order (by name) like a cold list."""
-
-    slim = slim_nodes()  # kept of a node as its page arrives
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._nodes: dict[str, NodeInfo] = {}
-        self._in_order = True
-        self._view: tuple[list[K8sObject], tuple[NodeInfo, ...]] | None = None
-
-    def replace(self, items: Iterable[K8sObject]) -> None:
-        """A full list's nodes, slim already."""
-        fresh = {(row := node_info(node)).name: row for node in items}
-        with self._lock:
-            self._nodes, self._in_order, self._view = fresh, False, None
-
-    def upsert(self, node: K8sObject) -> None:
-        row = node_info(slim_node(node))
-        with self._lock:
-            # replacing a known node keeps its place; only a new one spoils the order
-            self._in_order = self._in_order and row.name in self._nodes
-            self._nodes[row.name], self._view = row, None
-
-    def remove(self, node: K8sObject) -> None:
-        with self._lock:
-            if self._nodes.pop(node["metadata"]["name"], None) is not None:
-                self._view = None
-
-    def view(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...]]:
-        """The nodes and their node table, in order (shared until the next change)."""
-        with self._lock:
-            if self._view is None:
-                if not self._in_order:
-                    self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
-                rows = tuple(self._nodes.values())
-                self._view = [row.raw for row in rows], rows
-            return self._view
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-
-class _ObjectStore:
-    """Whole objects by namespace and name (ResourceSlices, ResourceClaims: small, and read
-    in full by the DRA checks; Kueue's objects, Workloads slim); viewed in the API server's
-    order."""
-
-    def __init__(self, slim: Callable[[K8sObject], K8sObject] | None = None) -> None:
-        self._lock = threading.Lock()
-        self._objects: dict[tuple[str, str], K8sObject] = {}
-        self.slim: Callable[[K8sObject], K8sObject] = slim or _without_managed_fields
-
-    def replace(self, items: Iterable[K8sObject]) -> None:
-        """A full list's objects, slim already."""
-        fresh = {object_key(obj): obj for obj in items}
-        with self._lock:
-            self._objects = fresh
-
-    def upsert(self, obj: K8sObject) -> None:
-        kept = self.slim(obj)
-        with self._lock:
-            self._objects[object_key(obj)] = kept
-
-    def remove(self, obj: K8sObject) -> None:
-        with self._lock:
-            self._objects.pop(object_key(obj), None)
-
-    def view(self) -> list[K8sObject]:
-        with self._lock:
-            return [self._objects[key] for key in sorted(self._objects)]
-
-    def __len__(self) -> int:
-        return len(self._objects)
-
-
-def _without_managed_fields(obj: K8sObject) -> K8sObject:
-    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
-    return {**obj, "metadata": metadata}
-
-
-Amounts = dict[str, Decimal]  # resource -> summed effective request
-MAX_SHARED_SPECS = 10_000  # distinct pod specs whose requests are remembered
-_encode = msgspec.json.Encoder().encode
-
-
-class _PodStore:
-    """Non-terminated pods, indexed the way a triage asks for them, kept up to date per event.
-
-    By node: immutable tuples in the API server's list order (namespace, name), plus each
-    node's summed requests (a pod's share is added on ADDED and taken away on DELETED), so a
-    triage takes a shallow copy of two node-keyed maps (O(nodes)) and never walks or copies
-    the pods. By namespace: for the quota's holders, also in list order.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
-        self._by_node: dict[str, tuple[K8sObject, ...]] = {}
-        self._requested: dict[str, Amounts] = {}
-        self._by_namespace: dict[str, dict[str, K8sObject]] = {}
-        self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
-        self._shares: dict[bytes, Amounts] = {}  # by the spec less its node: see _share
-
-    # what a list keeps of each pod as its page arrives (of a finished one: nothing)
-    slim = slim_pods()
-
-    def replace(self, items: Iterable[K8sObject]) -> None:
-        """A full list's pods, slim already, indexed in bulk: each node's pods sorted and its
-        requests summed once, not per insert."""
-        pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
-        on_node: dict[str, list[K8sObject]] = {}
-        requested: dict[str, Amounts] = {}
-        by_namespace: dict[str, dict[str, K8sObject]] = {}
-        for pod in items:
-            namespace, name = key = object_key(pod)
-            names = by_namespace.setdefault(namespace, {})
-            if is_terminated(pod):
-                names.pop(name, None)
-                continue
-            share = self._share(pod)
-            pods[key] = (pod, share)
-            names[name] = pod
-            if node_name := pod.get("spec", {}).get("nodeName"):
-                on_node.setdefault(node_name, []).append(pod)
-                total = requested.setdefault(node_name, {})
-                for resource, amount in share.items():
-                    total[resource] = total.get(resource, Decimal(0)) + amount
-        by_node = {node: tuple(sorted(listed, key=object_key)) for node, listed in on_node.items()}
-        for total in requested.values():
-            for resource in [r for r, amount in total.items() if not amount and r != "pods"]:
-                del total[resource]
-        with self._lock:
-            self._pods, self._by_node, self._requested = pods, by_node, requested
-            self._by_namespace, self._unordered = by_namespace, set(by_namespace)
-
-    def upsert(self, pod: K8sObject) -> None:
-        with self._lock:
-            self._discard(object_key(pod))
-            self._add(pod)
-
-    def _share(self, pod: K8sObject) -> Amounts:
-        """The pod's summed requests (never changed: node totals are new dicts). Only its spec
-        decides them, and not where it runs, so a workload's replicas share one answer."""
-        spec = pod.get("spec") or {}
-        key = _encode({field: value for field, value in spec.items() if field != "nodeName"})
-        share = self._shares.get(key)
-        if share is None:
-            if len(self._shares) >= MAX_SHARED_SPECS:
-                self._shares.clear()
-            share = self._shares[key] = sum_requests([pod])
-        return share
-
-    def remove(self, pod: K8sObject) -> None:
-        namespace, name = key = object_key(pod)
-        with self._lock:
-            self._discard(key)
-            self._by_namespace.get(namespace, {}).pop(name, None)
-
-    def _add(self, pod: K8sObject) -> None:
-        namespace, name = key = object_key(pod)
-        names = self._by_namespace.setdefault(namespace, {})
-        if is_terminated(pod):  # it left the field selector: the server sends it as DELETED
-            names.pop(name, None)
-            return
-        small = slim_pod(pod)
-        share = self._share(small)
-        self._pods[key] = (small, share)
-        if name not in names:
-            self._unordered.add(namespace)
-        names[name] = small  # a known name keeps its place
-        if node_name := small.get("spec", {}).get("nodeName"):
-            on_node = self._by_node.get(node_name, ())
-            at = bisect.bisect_left(on_node, key, key=object_key)
-            self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
-            self._requested[node_name] = _add_amounts(self._requested.get(node_name, {}), share, 1)
-
-    def _discard(self, key: tuple[str, str]) -> None:
-        """Take the pod out of the node index and sums (the namespace index keeps its slot)."""
-        entry = self._pods.pop(key, None)
-        if entry is None:
-            return
-        old, share = entry
-        node_name = old.get("spec", {}).get("nodeName")
-        if not node_name:
-            return
-        rest = tuple(p for p in self._by_node.get(node_name, ()) if p is not old)
-        if rest:
-            self._by_node[node_name] = rest
-            self._requested[node_name] = _add_amounts(self._requested[node_name], share, -1)
-        else:
-            self._by_node.pop(node_name, None)
-            self._requested.pop(node_name, None)
-
-    def by_node_view(self) -> tuple[dict[str, tuple[K8sObject, ...]], dict[str, Amounts]]:
-        with self._lock:
-            return dict(self._by_node), dict(self._requested)
-
-    def nodes_of(self, keys: Iterable[tuple[str, str]]) -> frozenset[str]:
-        """The nodes the cached copies of these pods are bound to."""
-        with self._lock:
-            entries = [self._pods.get(key) for key in keys]
-        return frozenset(node for entry in entries if entry is not None
-                         if (node := entry[0].get("spec", {}).get("nodeName")))
-
-    def in_namespace(self, namespace: str) -> list[K8sObject]:
-        with self._lock:
-            names = self._by_namespace.get(namespace, {})
-            if namespace in self._unordered:
-                names = self._by_namespace[namespace] = dict(sorted(names.items()))
-                self._unordered.discard(namespace)
-            return list(names.values())
-
-    def all(self) -> list[K8sObject]:
-        """Every cached pod: the slim copies themselves, to read and never change."""
-        with self._lock:
-            return [small for small, _share in self._pods.values()]
-
-    def __len__(self) -> int:
-        return len(self._pods)
-
-
-def _add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],
-                 sign: int) -> Amounts:
-    """A new per-node total (the old one may be in a triage's view: never mutate it)."""
-    result = dict(total)
-    for resource, amount in share.items():
-        result[resource] = result.get(resource, Decimal(0)) + sign * amount
-        if not result[resource] and resource != "pods":
-            del result[resource]
-    return result
-
-
-@dataclass(frozen=True)
-class IndexedSnapshot(Snapshot):
-    """A Snapshot whose pod indexes come prebuilt from the watch cache.
-
-    ``pods`` holds only what the ref resolved to, fetched fresh; ``pods_on``, ``requested_on``
-    and ``pods_in`` answer from the cache's per-node lists and sums and the ref namespace's
-    pods, with the base class's meaning and a cold read's order: ``pods_on`` is every pod
-    bound to the node (a fresh copy replaces the cached one, wherever that was; a fetched pod
-    the cache lacks joins, finished or not), ``requested_on`` sums its non-terminated pods.
-    On the few nodes a fetched pod touches (``fetched_nodes``: where it is bound, where the
-    cache still has it) both are worked out from the merged list; everywhere else the cache's
-    own sums are the answer.
-    """
-
-    node_rows: tuple[NodeInfo, ...] = ()  # the cache's node table, kept current per event
-    pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
-    requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
-    namespace_pods: tuple[K8sObject, ...] = ()
-    cached_nodes_of_fetched: frozenset[str] = frozenset()
-
-    @cached_property
-    def node_table(self) -> tuple[NodeInfo, ...]:
-        return self.node_rows if self.node_rows or not self.nodes else node_table(self.nodes)
-
-    @cached_property
-    def fetched_nodes(self) -> frozenset[str]:
-        bound = {name for pod in self.pods if (name := pod.get("spec", {}).get("nodeName"))}
-        return self.cached_nodes_of_fetched | bound
-
-    def pods_on(self, node_name: str) -> list[K8sObject]:
-        cached = self.pods_by_node.get(node_name, ())
-        if node_name not in self.fetched_nodes:
-            return list(cached)
-        # the cached pods, with the fetched copies in their place; by namespace and name, as
-        # the base class orders them
-        fresh = self._pods_by_key
-        return sorted([*(p for p in cached if object_key(p) not in fresh),
-                       *super().pods_on(node_name)], key=object_key)
-
-    def requested_on(self, node_name: str) -> dict[str, Decimal]:
-        if node_name in self.fetched_nodes:
-            return super().requested_on(node_name)
-        return self.requested_by_node.get(node_name) or {"pods": Decimal(0)}
-
-    def pods_in(self, namespace: str) -> list[K8sObject]:
-        cached = [p for p in self.namespace_pods if object_key(p)[0] == namespace]
-        return merge_pods(cached, super().pods_in(namespace))
 
 
 class _Reflector:
@@ -356,7 +61,7 @@ class _Reflector:
     """
 
     def __init__(self, cache: WatchCache, resource: Resource, field_selector: str,
-                 store: _NodeStore | _PodStore | _ObjectStore, optional: bool = False,
+                 store: NodeStore | PodStore | ObjectStore, optional: bool = False,
                  discovered: int | None = None) -> None:
         self.cache = cache
         self.resource = resource
@@ -541,19 +246,19 @@ class WatchCache:
         self.retry_delay = retry_delay
         self.stopped = threading.Event()
         self.last_error: str | None = None
-        self.nodes = _NodeStore()
-        self.pods = _PodStore()
-        self.slices = _ObjectStore()
-        self.claims = _ObjectStore()
+        self.nodes = NodeStore()
+        self.pods = PodStore()
+        self.slices = ObjectStore()
+        self.claims = ObjectStore()
         # few, and asked by any pending GPU pod on a DRA cluster: cached, not read per triage
-        self.classes = _ObjectStore()
-        self.templates = _ObjectStore()
-        self.taint_rules = _ObjectStore()
-        self.gang_workloads = _ObjectStore()
-        self.pod_groups = _ObjectStore()
+        self.classes = ObjectStore()
+        self.templates = ObjectStore()
+        self.taint_rules = ObjectStore()
+        self.gang_workloads = ObjectStore()
+        self.pod_groups = ObjectStore()
         workloads, pod_groups = gang_resources("")
         # Kueue's objects, by kind: watched only where discovery says the group is served
-        self.queues = {kind: _ObjectStore(queues.slim_workload if kind == "Workload" else None)
+        self.queues = {kind: ObjectStore(queues.slim_workload if kind == "Workload" else None)
                        for kind in CACHED_QUEUE_KINDS}
         self._discovery = _QueueDiscovery(self)
         self._reflectors: tuple[_Reflector, ...] = (
