@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         preflight_snapshot,
         read_manifest,
     )
-    from triage.cluster.read import answer_cold, read_bundle, read_ref_objects, read_snapshot
+    from triage.cluster.read import answer_cold, read_bundle, read_snapshot
     from triage.cluster.reader import (
         EVENTS,
         NODES,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         ClusterReader,
         Resource,
     )
+    from triage.cluster.refs import read_ref_objects
     from triage.cluster.watch import WatchCache
 
 __all__ = [

@@ -13,8 +13,8 @@ from kubernetes.client import ApiClient
 
 from scoring.objects import K8sObject
 from triage import queues
+from triage.cluster.groups import TRIAGE_QUEUE_KINDS, list_queues
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.read import TRIAGE_QUEUE_KINDS, list_queues, namespace_policy
 from triage.cluster.reader import (
     NODES,
     NON_TERMINATED,
@@ -22,6 +22,7 @@ from triage.cluster.reader import (
     VOLUME_CLAIMS,
     ClusterReader,
 )
+from triage.cluster.refs import namespace_policy
 from triage.errors import ClusterError
 from triage.pods import merge_pods
 from triage.snapshot import Snapshot

@@ -19,13 +19,8 @@ from scoring.objects import K8sObject, object_key
 from triage import queues
 from triage.cache import IndexedSnapshot, NodeStore, ObjectStore, PodStore
 from triage.cluster.errors import Expired, one_line
+from triage.cluster.groups import read_gang_pods, read_position
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.read import (
-    read_gang_pods,
-    read_position,
-    read_ref_objects,
-    ref_policy,
-)
 from triage.cluster.reader import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
@@ -44,6 +39,7 @@ from triage.cluster.reader import (
     gang_resources,
     kueue_resource,
 )
+from triage.cluster.refs import read_ref_objects, ref_policy
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.refs import PodRef
