@@ -330,7 +330,7 @@ def _pod_list_bytes(server: Any, page_size: int) -> int:
     import urllib.parse
     import urllib.request
 
-    from triage.cluster.reader import NON_TERMINATED
+    from triage.cluster.resources import NON_TERMINATED
 
     total, token = 0, ""
     while True:

@@ -28,7 +28,8 @@ from bot.slack.quiet import quiet_client, slack_failure
 from bot.store import Store, StoreError, database_url
 from triage import queues
 from triage.cluster.kubeconfig import load_api_client
-from triage.cluster.reader import (
+from triage.cluster.reader import ClusterReader
+from triage.cluster.resources import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
@@ -40,7 +41,6 @@ from triage.cluster.reader import (
     RESOURCE_SLICES,
     RUNTIME_CLASSES,
     WORKLOADS,
-    ClusterReader,
     Resource,
     gang_resources,
     kueue_resource,

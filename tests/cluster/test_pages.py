@@ -14,7 +14,8 @@ from tests.cluster.conftest import eventually
 from tests.kubeapi import FakeKubeAPI
 from triage.cache import NodeStore, PodStore
 from triage.cluster import load_api_client
-from triage.cluster.reader import NON_TERMINATED, PODS, ClusterReader
+from triage.cluster.reader import ClusterReader
+from triage.cluster.resources import NON_TERMINATED, PODS
 from triage.pages import ItemShape
 from triage.refs import PodRef
 from triage.slim import slim

@@ -1,7 +1,8 @@
 """Reading a live cluster: the only package of triage that talks to the Kubernetes API.
 
 - ``kubeconfig``: which cluster and credentials (kubectl's rules, else the service account);
-- ``reader``: the resources read and raw requests with a timeout, failures as one sentence;
+- ``resources``: the resources gpuwhy reads;
+- ``reader``: raw requests with a timeout, failures as one sentence;
 - ``errors``: what reading can raise besides ClusterError;
 - ``read``: what one triage needs, read cold, and support bundles;
 - ``watch``: the watch cache of ``gpuwhy serve`` (its lists and watches; the stores and the
@@ -37,17 +38,17 @@ if TYPE_CHECKING:
         read_manifest,
     )
     from triage.cluster.read import answer_cold, read_bundle, read_snapshot
-    from triage.cluster.reader import (
+    from triage.cluster.reader import ClusterReader
+    from triage.cluster.refs import read_ref_objects
+    from triage.cluster.resources import (
         EVENTS,
         NODES,
         PODS,
         QUOTAS,
         RUNTIME_CLASSES,
         WORKLOADS,
-        ClusterReader,
         Resource,
     )
-    from triage.cluster.refs import read_ref_objects
     from triage.cluster.watch import WatchCache
 
 __all__ = [
@@ -69,9 +70,9 @@ _HOMES = {
     "read_manifest": "manifest",
     "answer_cold": "read", "read_bundle": "read", "read_ref_objects": "read",
     "read_snapshot": "read",
-    "EVENTS": "reader", "NODES": "reader", "PODS": "reader", "QUOTAS": "reader",
-    "RUNTIME_CLASSES": "reader", "WORKLOADS": "reader", "ClusterReader": "reader",
-    "Resource": "reader", "WatchCache": "watch",
+    "EVENTS": "resources", "NODES": "resources", "PODS": "resources", "QUOTAS": "resources",
+    "RUNTIME_CLASSES": "resources", "WORKLOADS": "resources", "ClusterReader": "reader",
+    "Resource": "resources", "WatchCache": "watch",
 }
 
 

@@ -9,14 +9,9 @@ from collections.abc import Iterable, Sequence
 from scoring.objects import K8sObject, object_key
 from triage import queues
 from triage.cluster.limits import DEFAULT_PAGE_SIZE
-from triage.cluster.reader import (
-    PODS,
-    SCHEDULING_GROUP,
-    ClusterReader,
-    gang_resources,
-    kueue_resource,
-)
+from triage.cluster.reader import ClusterReader
 from triage.cluster.refs import RefObjects, events_about, optional_read, served, unique_objects
+from triage.cluster.resources import PODS, SCHEDULING_GROUP, gang_resources, kueue_resource
 from triage.errors import ClusterError
 from triage.gangs import group_name
 from triage.refs import PodRef

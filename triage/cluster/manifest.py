@@ -15,14 +15,9 @@ from scoring.objects import K8sObject
 from triage import queues
 from triage.cluster.groups import TRIAGE_QUEUE_KINDS, list_queues
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.reader import (
-    NODES,
-    NON_TERMINATED,
-    PODS,
-    VOLUME_CLAIMS,
-    ClusterReader,
-)
+from triage.cluster.reader import ClusterReader
 from triage.cluster.refs import namespace_policy
+from triage.cluster.resources import NODES, NON_TERMINATED, PODS, VOLUME_CLAIMS
 from triage.errors import ClusterError
 from triage.pods import merge_pods
 from triage.snapshot import Snapshot

@@ -50,18 +50,7 @@ from triage import queues
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER
 from triage.cluster.groups import list_queues, read_gangs, read_position, read_queues, ref_gangs
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.reader import (
-    DEVICE_TAINT_RULES,
-    EVENTS,
-    NODES,
-    NON_TERMINATED,
-    PODS,
-    RESOURCE_CLAIMS,
-    RESOURCE_SLICES,
-    WORKLOADS,
-    ClusterReader,
-    UnknownVersion,
-)
+from triage.cluster.reader import ClusterReader, UnknownVersion
 from triage.cluster.refs import (
     _owned_by,
     namespace_policy,
@@ -70,6 +59,16 @@ from triage.cluster.refs import (
     read_ref_objects,
     ref_policy,
     served,
+)
+from triage.cluster.resources import (
+    DEVICE_TAINT_RULES,
+    EVENTS,
+    NODES,
+    NON_TERMINATED,
+    PODS,
+    RESOURCE_CLAIMS,
+    RESOURCE_SLICES,
+    WORKLOADS,
 )
 from triage.dumpfile import bulk_parse
 from triage.gangs import group_name

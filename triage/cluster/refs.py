@@ -14,7 +14,8 @@ from scoring.dra import serves_extended
 from scoring.objects import K8sObject, object_key
 from triage.admission import ordinal_base
 from triage.cluster.limits import DEFAULT_PAGE_SIZE
-from triage.cluster.reader import (
+from triage.cluster.reader import ClusterReader, NotServed
+from triage.cluster.resources import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
@@ -25,8 +26,6 @@ from triage.cluster.reader import (
     RESOURCE_SLICES,
     RUNTIME_CLASSES,
     WORKLOADS,
-    ClusterReader,
-    NotServed,
     Resource,
 )
 from triage.errors import ClusterError

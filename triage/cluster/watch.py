@@ -21,7 +21,9 @@ from triage.cache import IndexedSnapshot, NodeStore, ObjectStore, PodStore
 from triage.cluster.errors import Expired, one_line
 from triage.cluster.groups import read_gang_pods, read_position
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
-from triage.cluster.reader import (
+from triage.cluster.reader import ClusterReader, Forbidden, NotServed, UnknownVersion
+from triage.cluster.refs import read_ref_objects, ref_policy
+from triage.cluster.resources import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
@@ -31,15 +33,10 @@ from triage.cluster.reader import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     SCHEDULING_GROUP,
-    ClusterReader,
-    Forbidden,
-    NotServed,
     Resource,
-    UnknownVersion,
     gang_resources,
     kueue_resource,
 )
-from triage.cluster.refs import read_ref_objects, ref_policy
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
 from triage.refs import PodRef
