@@ -52,7 +52,9 @@ def _hide_holders(holders: list[str], visible: NamespaceVisible) -> list[str]:
 
 
 def _hide_device(device: Device, visible: NamespaceVisible) -> Device:
-    return dataclasses.replace(device, holders=_hide_holders(device.holders, visible))
+    # a DRA device's code names the claim it is allocated to ("allocated to ns/claim")
+    code = None if device.code is None else hide_text(device.code, visible)
+    return dataclasses.replace(device, holders=_hide_holders(device.holders, visible), code=code)
 
 
 def _hide_held(held: Sequence[Holding], visible: NamespaceVisible) -> list[Holding]:
