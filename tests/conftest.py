@@ -22,11 +22,13 @@ SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
 SCENARIO_NAMES = sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir())
 
 
-def load_lists(name: str) -> dict[str, list[dict[str, Any]]]:
-    """A scenario's objects as the API server returned them, one list per dump file."""
+def load_lists(name: str | Path) -> dict[str, list[dict[str, Any]]]:
+    """A scenario's objects as the API server returned them, one list per dump file (``name``
+    a recorded scenario, or the directory of a derived one)."""
+    directory = name if isinstance(name, Path) else SCENARIOS / name
     lists = {}
     for filename, attribute in DUMP_FILES.items():
-        path = SCENARIOS / name / filename
+        path = directory / filename
         lists[attribute] = json.loads(path.read_text())["items"] if path.exists() else []
     return copy.deepcopy(lists)
 

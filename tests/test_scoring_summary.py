@@ -109,3 +109,27 @@ def test_hami_sharing_needs_40g_log_lines() -> None:
                         "request memory=40000")
     assert sum(1 for level, _ in lines if level == logging.DEBUG) == 6
     assert proposal_summary(nodes) == "no available node, 2 nodes do not meet"
+
+
+def test_backslashes_and_newlines_in_log_values_are_escaped() -> None:
+    # one log line per record, whatever a pod or node name or a reason holds
+    nodes = [NodeReport(name="n1", outcome='path C:\\data\nnext "line"'),
+             NodeReport(name="n\\2", outcome="fit", score=1.0)]
+    assert log_lines("ml/train\n", nodes) == [
+        (logging.INFO, 'NodeUnfitPod pod="ml/train\\n" node="n1" '
+                       'reason="path C:\\\\data\\nnext \\"line\\""'),
+        (logging.INFO, 'NodeFitPod pod="ml/train\\n" node="n\\\\2" score="1.00"')]
+
+
+def test_a_percentage_request_says_its_memory_on_each_card() -> None:
+    devices = [Device(uuid="GPU-0", index=0, type="T4", memory_used=12000, memory_total=15360,
+                      code="CardInsufficientMemory"),
+               Device(uuid="GPU-1", index=1, type="A100", memory_used=70000, memory_total=81920,
+                      code="CardInsufficientMemory")]
+    nodes = [NodeReport(name="n3", outcome="2/2 CardInsufficientMemory", devices=devices)]
+    request = HamiRequest(count=1, mem=None, mem_percentage=25, cores=0)
+    assert [line for _, line in log_lines("ml/train", nodes, request)[1:]] == [
+        'CardInsufficientMemory pod="ml/train" node="n3" device="GPU-0" device index=0 '
+        "device total memory=15360 device used memory=12000 request memory=3840",
+        'CardInsufficientMemory pod="ml/train" node="n3" device="GPU-1" device index=1 '
+        "device total memory=81920 device used memory=70000 request memory=20480"]

@@ -1,0 +1,129 @@
+"""taint-untolerated's next action and evidence, read as whole sentences: several nodes, several
+taints each, condition taints, cordons, and tolerations with a value, no key or no effect
+(the taints-and-units recording)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import find, load_lists
+from triage.classify import triage
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+from triage.verdict import Verdict
+
+SCENARIO = Path(__file__).parent / "fixtures" / "scenarios-extra" / "taints-and-units"
+CORDON = "cordoned (node.kubernetes.io/unschedulable:NoSchedule)"
+DONT = " Don't remove taints: they protect the node and its owners."
+REPAIR = (" there for a failing node condition (kubelet not ready or unreachable, memory / disk /"
+          " PID pressure) and takes it off once the condition clears")
+
+
+@pytest.fixture(scope="module")
+def recorded() -> Snapshot:
+    return Snapshot.from_dir(SCENARIO)
+
+
+def answer(snapshot: Snapshot, ref: str) -> Verdict:
+    verdict = triage(snapshot, parse_ref(ref))
+    assert verdict.cause == "taint-untolerated"
+    return verdict
+
+
+def evidence(verdict: Verdict) -> list[tuple[str, str, str]]:
+    return [(e.object, e.field, e.value) for e in verdict.evidence]
+
+
+def pinned(pod: str, node: str) -> dict[str, list[dict[str, Any]]]:
+    """The recording's objects with ``pod`` pinned by hostname to ``node``."""
+    lists = load_lists(SCENARIO)
+    find(lists["pods"], pod, "lab")["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return lists
+
+
+def test_four_nodes_two_sick_two_cordoned_three_owners(recorded: Snapshot) -> None:
+    verdict = answer(recorded, "lab/multi-none")
+    assert verdict.action == (
+        "Every matching node blocks the pod: gpu-multi-1 is tainted "
+        "dedicated=llm-team:NoSchedule, maintenance=drain:NoExecute; gpu-multi-2 is tainted "
+        "dedicated=vision:NoSchedule, "
+        "cordoned (node.kubernetes.io/unschedulable:NoSchedule); gpu-sick-1 is tainted "
+        "node.kubernetes.io/unreachable:NoSchedule, cordoned "
+        "(node.kubernetes.io/unschedulable:NoSchedule); gpu-sick-2 is tainted "
+        "node.kubernetes.io/memory-pressure:NoSchedule. "
+        "Repair gpu-sick-1, gpu-sick-2: the node lifecycle controller put "
+        "node.kubernetes.io/memory-pressure:NoSchedule; node.kubernetes.io/unreachable:NoSchedule"
+        f"{REPAIR}; or add a toleration for dedicated=llm-team:NoSchedule; "
+        "dedicated=vision:NoSchedule; maintenance=drain:NoExecute to the pod "
+        "(ask drain, llm-team, vision); or uncordon gpu-multi-2, gpu-sick-1 once it is healthy "
+        f"(kubectl uncordon gpu-multi-2 gpu-sick-1).{DONT}")
+    assert evidence(verdict) == [
+        ("Node/gpu-multi-1", "spec.taints", "dedicated=llm-team:NoSchedule, "
+                                            "maintenance=drain:NoExecute"),
+        ("Node/gpu-multi-2", "spec.taints",
+         "dedicated=vision:NoSchedule, cordoned (node.kubernetes.io/unschedulable:NoSchedule)"),
+        ("Node/gpu-sick-1", "spec.taints", "node.kubernetes.io/unreachable:NoSchedule, "
+                                           f"{CORDON}"),
+        ("Node/gpu-sick-2", "spec.taints", "node.kubernetes.io/memory-pressure:NoSchedule"),
+        ("Pod lab/multi-none", "spec.tolerations", "none beyond the defaults")]
+
+
+def test_a_toleration_with_a_value_and_one_without_an_effect_are_named(
+        recorded: Snapshot) -> None:
+    verdict = answer(recorded, "lab/multi-some")
+    assert "add a toleration for dedicated=vision:NoSchedule; maintenance=drain:NoExecute to the " \
+           "pod (ask drain, vision); or uncordon" in verdict.action
+    assert evidence(verdict)[0] == ("Node/gpu-multi-1", "spec.taints",
+                                    "maintenance=drain:NoExecute")
+    assert evidence(verdict)[-1] == ("Pod lab/multi-some", "spec.tolerations",
+                                     "dedicated=llm-team:NoSchedule, example.com/spot:*")
+
+
+def test_repair_toleration_and_uncordon_joined_by_semicolons_with_a_keyless_toleration(
+        recorded: Snapshot) -> None:
+    verdict = answer(recorded, "lab/east-noschedule")
+    assert verdict.action == (
+        "Every matching node blocks the pod: gpu-multi-1 is tainted "
+        "dedicated=llm-team:NoSchedule; gpu-sick-1 is tainted "
+        "node.kubernetes.io/unreachable:NoSchedule, cordoned "
+        "(node.kubernetes.io/unschedulable:NoSchedule). Repair gpu-sick-1: the node lifecycle "
+        f"controller put node.kubernetes.io/unreachable:NoSchedule{REPAIR}; or add a toleration "
+        "for dedicated=llm-team:NoSchedule to the pod (ask llm-team); or uncordon gpu-sick-1 once "
+        f"it is healthy (kubectl uncordon gpu-sick-1).{DONT}")
+    assert evidence(verdict)[-1] == ("Pod lab/east-noschedule", "spec.tolerations", "*:NoExecute")
+
+
+def test_a_taint_and_a_cordon_without_a_repair_are_joined_by_or(recorded: Snapshot) -> None:
+    verdict = answer(recorded, "lab/pinned-multi-2")
+    assert verdict.action == (
+        "The only matching node blocks the pod: gpu-multi-2 is tainted "
+        "dedicated=vision:NoSchedule, cordoned (node.kubernetes.io/unschedulable:NoSchedule). "
+        "Add a toleration for "
+        "dedicated=vision:NoSchedule to the pod (ask vision) or uncordon gpu-multi-2 once it is "
+        f"healthy (kubectl uncordon gpu-multi-2).{DONT}")
+    assert evidence(verdict)[0] == (
+        "Node/gpu-multi-2", "spec.taints",
+        "dedicated=vision:NoSchedule, cordoned (node.kubernetes.io/unschedulable:NoSchedule)")
+
+
+def test_a_condition_taint_alone_asks_only_for_the_repair() -> None:
+    verdict = answer(Snapshot(**pinned("pinned-multi-2", "gpu-sick-2")), "lab/pinned-multi-2")
+    assert verdict.action == (
+        "The only matching node blocks the pod: gpu-sick-2 is tainted "
+        "node.kubernetes.io/memory-pressure:NoSchedule. Repair gpu-sick-2: the node lifecycle "
+        f"controller put node.kubernetes.io/memory-pressure:NoSchedule{REPAIR}.{DONT}")
+
+
+def test_a_taint_without_a_value_names_no_owner() -> None:
+    lists = pinned("pinned-multi-2", "gpu-multi-1")
+    find(lists["nodes"], "gpu-multi-1")["spec"]["taints"] = [
+        {"effect": "NoSchedule", "key": "nvidia.com/gpu"},
+        {"effect": "NoExecute", "key": "example.com/reserved"}]
+    verdict = answer(Snapshot(**lists), "lab/pinned-multi-2")
+    assert verdict.action == (
+        "The only matching node blocks the pod: gpu-multi-1 is tainted nvidia.com/gpu:NoSchedule, "
+        "example.com/reserved:NoExecute. Add a toleration for example.com/reserved:NoExecute; "
+        f"nvidia.com/gpu:NoSchedule to the pod.{DONT}")
