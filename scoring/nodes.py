@@ -113,11 +113,6 @@ def _toleration_matches(toleration: Mapping[str, Any], taint: Mapping[str, Any])
     return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
-def untolerated_taints(spec: Mapping[str, Any], node: Mapping[str, Any]) -> list[dict[str, Any]]:
-    tolerations = spec.get("tolerations") or []
-    return [t for t in blocking_taints(node) if not tolerates(tolerations, t)]
-
-
 def taint_text(taint: Mapping[str, Any]) -> str:
     if taint.get("key") == UNSCHEDULABLE_TAINT["key"]:
         return "cordoned (node.kubernetes.io/unschedulable:NoSchedule)"

@@ -166,6 +166,8 @@ def test_a_channel_for_every_namespace_sees_the_names(slack: FakeSlack) -> None:
 @pytest.mark.parametrize(("text", "shown"), [
     ("held by ml/train-a, team-b/train-b.", "held by 2 pods in other namespaces."),
     ("held by research/a, ml/b and team-b/c", "held by research/a and 2 pods in other namespaces"),
+    ("held by research/a, ml/b, research/c", "held by research/a, research/c and 1 pod in "
+                                             "another namespace"),
     ("(ml/x is finished)", "(1 pod in another namespace is finished)"),
     ("requests.nvidia.com/gpu 1/1 used (research/a)", "requests.nvidia.com/gpu 1/1 used "
                                                       "(research/a)"),

@@ -49,6 +49,13 @@ def test_a_channel_that_sees_a_holders_namespace_sees_its_name_on_the_device() -
         ["hami/llm-chat-0"], [ONE], ["ml/trainer-lora"], []]
 
 
+def test_a_device_that_fits_keeps_no_code() -> None:
+    verdict = SnapshotSource(HAMI_NAMESPACES).triage(parse_ref("hami/fits-small"))
+    shown = visible_verdict(verdict, lambda namespace: namespace == "hami")
+    assert [(d.holders, d.code) for d in node(shown, "hami-t4-1").devices] == [
+        (["hami/placed"], None), ([], None)]
+
+
 def test_dra_holders_and_claims_of_hidden_namespaces_leave_device_and_detail() -> None:
     verdict = SnapshotSource(DRA_NAMESPACES).triage(parse_ref("vision/pinned-a"))
     assert "team-b/holder-b" in node(verdict, "dra-a100-1").detail  # the stored one names it

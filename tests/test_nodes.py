@@ -1,0 +1,40 @@
+"""triage.nodes: the texts a failing selector term or taint becomes, and a node's amounts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import find, load_lists
+from triage.nodes import describe, selector_mismatches, status_amount
+
+NODES = load_lists("seven-states")["nodes"]
+A100 = find(NODES, "gpu-a100-1")
+
+
+def test_an_empty_node_selector_term_is_said_to_match_no_node() -> None:
+    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{}]}}}}
+    assert selector_mismatches(spec, A100) == ["empty nodeSelectorTerm matches no node"]
+
+
+@pytest.mark.parametrize(("requirement", "text"), [
+    ({"key": "pool", "operator": "In", "values": ["a100", "h100"]}, "pool In (a100,h100)"),
+    ({"key": "example.com/gpu-gen", "operator": "Gt", "values": [3]}, "example.com/gpu-gen Gt (3)"),
+    ({"key": "pool", "operator": "Exists"}, "pool Exists"),
+    ({"key": "pool", "operator": "DoesNotExist"}, "pool DoesNotExist"),
+    # a dump edited by hand: what is missing is left blank, never "None"
+    ({"operator": "In", "values": ["a"]}, " In (a)"),
+    ({"key": "pool", "values": ["a"]}, "pool  (a)"),
+])
+def test_requirements_are_described_as_kubectl_prints_them(requirement: dict[str, Any],
+                                                           text: str) -> None:
+    assert describe(requirement) == text
+
+
+def test_status_amounts_of_a_node_and_of_what_it_lacks() -> None:
+    assert status_amount(A100, "allocatable", "nvidia.com/gpu") == 4
+    assert status_amount(A100, "capacity", "amd.com/gpu") is None
+    assert status_amount(find(NODES, "gpu-v100-broken"), "allocatable", "nvidia.com/gpu") == 0
+    assert status_amount({"metadata": {"name": "new-node"}}, "capacity", "nvidia.com/gpu") is None
