@@ -38,3 +38,12 @@ def test_status_amounts_of_a_node_and_of_what_it_lacks() -> None:
     assert status_amount(A100, "capacity", "amd.com/gpu") is None
     assert status_amount(find(NODES, "gpu-v100-broken"), "allocatable", "nvidia.com/gpu") == 0
     assert status_amount({"metadata": {"name": "new-node"}}, "capacity", "nvidia.com/gpu") is None
+
+
+@pytest.mark.parametrize(("operator", "values"), [("Gt", ["3"]), ("Lt", ["3"]), ("Gt", ["three"])])
+def test_gt_and_lt_never_match_what_is_no_integer(operator: str, values: list[str]) -> None:
+    # the A100 node's nvidia.com/gpu.family is "ampere"; a count needs a number on both sides
+    expression = {"key": "nvidia.com/gpu.family", "operator": operator, "values": values}
+    spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}}
+    assert selector_mismatches(spec, A100) == [f"nvidia.com/gpu.family {operator} ({values[0]})"]

@@ -127,3 +127,22 @@ def test_a_taint_without_a_value_names_no_owner() -> None:
         "The only matching node blocks the pod: gpu-multi-1 is tainted nvidia.com/gpu:NoSchedule, "
         "example.com/reserved:NoExecute. Add a toleration for example.com/reserved:NoExecute; "
         f"nvidia.com/gpu:NoSchedule to the pod.{DONT}")
+
+
+def test_at_most_five_sick_nodes_are_named() -> None:
+    lists = load_lists(SCENARIO)
+    for node in lists["nodes"]:
+        node["metadata"]["labels"]["pool"] = "multi"
+        node["spec"] = {"taints": [{"effect": "NoSchedule",
+                                    "key": "node.kubernetes.io/disk-pressure"}]}
+    verdict = answer(Snapshot(**lists), "lab/multi-none")
+    assert verdict.action.startswith(
+        "Every matching node blocks the pod: gpu-multi-1 is tainted "
+        "node.kubernetes.io/disk-pressure:NoSchedule; gpu-multi-2 is tainted "
+        "node.kubernetes.io/disk-pressure:NoSchedule; gpu-sick-1 is tainted "
+        "node.kubernetes.io/disk-pressure:NoSchedule; gpu-sick-2 is tainted "
+        "node.kubernetes.io/disk-pressure:NoSchedule; gpu-units-1 is tainted "
+        "node.kubernetes.io/disk-pressure:NoSchedule. Repair gpu-multi-1, gpu-multi-2, "
+        "gpu-sick-1, gpu-sick-2, gpu-units-1: the node lifecycle controller put "
+        "node.kubernetes.io/disk-pressure:NoSchedule there")
+    assert len(verdict.evidence) == 6  # five nodes and the pod's tolerations
