@@ -1,4 +1,4 @@
-"""triage.nodes: the texts a failing selector term or taint becomes, and a node's amounts."""
+"""scoring.nodes: the texts a failing selector term or taint becomes, and a node's amounts."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from scoring.nodes import describe, selector_mismatches, status_amount
 from tests.conftest import find, load_lists
-from triage.nodes import describe, selector_mismatches, status_amount
 
 NODES = load_lists("seven-states")["nodes"]
 A100 = find(NODES, "gpu-a100-1")

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from triage.quantity import QuantityError, parse_quantity, quantity_int
+from scoring.quantity import QuantityError, parse_quantity, quantity_int
 
 
 # Expected values written out, not computed from the suffix table under test.

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
+from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
 from triage.classify import triage
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
-from triage.verdict import Verdict
 
 SCENARIO = Path(__file__).parent / "fixtures" / "scenarios-extra" / "taints-and-units"
 CORDON = "cordoned (node.kubernetes.io/unschedulable:NoSchedule)"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bot.sources import SnapshotSource
-from bot.telemetry import PrometheusClient, PrometheusSettings, TelemetrySource
-from bot.visibility import visible_verdict
+from bot.answer.visibility import visible_verdict
+from bot.clusters.sources import SnapshotSource
+from bot.clusters.telemetry import PrometheusClient, PrometheusSettings, TelemetrySource
+from scoring.verdict import NodeReport, Verdict
 from tests.prometheus import AT, URL, seven_states_prometheus
 from triage.refs import parse_ref
-from triage.verdict import NodeReport, Verdict
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HAMI_NAMESPACES = FIXTURES / "scenarios-extra" / "hami-namespaces"
