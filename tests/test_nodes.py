@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scoring.nodes import describe, selector_mismatches, status_amount
+from scoring.nodes import describe, labels, node_name, selector_mismatches, status_amount
 from tests.conftest import find, load_lists
 
 NODES = load_lists("seven-states")["nodes"]
@@ -51,3 +51,9 @@ def test_gt_and_lt_never_match_what_is_no_integer(operator: str, values: list[st
     spec = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}}
     assert selector_mismatches(spec, A100) == [f"nvidia.com/gpu.family {operator} ({values[0]})"]
+
+
+@pytest.mark.parametrize("node", [{}, {"metadata": {}}, {"metadata": {"labels": None}}])
+def test_a_node_without_metadata_reads_as_nameless_and_unlabelled(node: dict[str, Any]) -> None:
+    # a hand-edited dump: no "None" name, no crash
+    assert (node_name(node), dict(labels(node))) == ("", {})
