@@ -417,3 +417,20 @@ def test_a_claim_reserved_for_another_pod_is_not_this_pods_binding(dra: Lists) -
     _dra(dra, "ResourceClaim", "pinned-a-gpu-")["status"]["reservedFor"][0].update(
         name="someone-else", uid="5e3c0a4f-0000-4000-8000-000000000001")
     assert _answer(dra, "vision/pinned-a").cause == "scheduler-unavailable"
+
+
+def test_a_bound_pod_whose_claims_ask_no_gpu_class_says_where_it_is_bound(dra: Lists) -> None:
+    nic = copy.deepcopy(_dra(dra, "DeviceClass", "gpu.nvidia.com"))
+    nic["metadata"]["name"] = "nic.example.com"
+    nic["spec"]["selectors"] = [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]
+    dra["dra"].append(nic)
+    claim = _dra(dra, "ResourceClaim", "holder-a-gpu-")
+    claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic.example.com"
+    verdict = _answer(dra, "vision/holder-a")
+    assert verdict.cause == "no-gpu-request"
+    assert verdict.action == (
+        "vision/holder-a asks for no GPU: no container (init containers included) has a GPU in "
+        "resources.limits. It is bound to dra-a100-1. Its claims (two-gpus) ask for "
+        "nic.example.com, not a GPU class (drivers gpu.nvidia.com, gpu.amd.com, "
+        "hami-core-gpu.project-hami.io). Add `limits: nvidia.com/gpu: N` to the container that "
+        "needs it.")

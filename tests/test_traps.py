@@ -210,6 +210,17 @@ def test_a_gpu_limit_of_zero_is_no_gpu_request_and_says_so(seven_states: Lists) 
         "spec.containers[*].resources.limits", "nvidia.com/gpu: 0")
 
 
+def test_every_gpu_resource_named_only_at_zero_is_listed(seven_states: Lists) -> None:
+    container = find(seven_states["pods"], "full", "research")["spec"]["containers"][0]
+    _set_gpu(container, "nvidia.com/gpu", "0")
+    container["resources"]["limits"]["amd.com/gpu"] = "0"
+    verdict = answer(seven_states, "research/full")
+    assert verdict.action == (
+        "research/full asks for no GPU: its containers name amd.com/gpu, nvidia.com/gpu only with "
+        "0, which asks for none. Add `limits: nvidia.com/gpu: N` to the container that needs it.")
+    assert verdict.evidence[0].value == "amd.com/gpu: 0, nvidia.com/gpu: 0"
+
+
 def test_amd_gpu_request_is_a_gpu_request(seven_states: Lists) -> None:
     pod = find(seven_states["pods"], "no-plugin", "research")
     _set_gpu(pod["spec"]["containers"][0], "amd.com/gpu", "1")
