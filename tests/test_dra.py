@@ -420,17 +420,24 @@ def test_a_claim_reserved_for_another_pod_is_not_this_pods_binding(dra: Lists) -
 
 
 def test_a_bound_pod_whose_claims_ask_no_gpu_class_says_where_it_is_bound(dra: Lists) -> None:
-    nic = copy.deepcopy(_dra(dra, "DeviceClass", "gpu.nvidia.com"))
-    nic["metadata"]["name"] = "nic.example.com"
-    nic["spec"]["selectors"] = [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]
-    dra["dra"].append(nic)
+    for name in ("nic.example.com", "fpga.example.com"):
+        device_class = copy.deepcopy(_dra(dra, "DeviceClass", "gpu.nvidia.com"))
+        device_class["metadata"]["name"] = name
+        device_class["spec"]["selectors"] = [{"cel": {"expression": f'device.driver == "{name}"'}}]
+        dra["dra"].append(device_class)
     claim = _dra(dra, "ResourceClaim", "holder-a-gpu-")
     claim["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "nic.example.com"
+    fpga = copy.deepcopy(claim)
+    fpga["metadata"]["name"] = "holder-a-fpga"
+    fpga["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] = "fpga.example.com"
+    dra["dra"].append(fpga)
+    pod = next(p for p in dra["pods"] if p["metadata"]["name"] == "holder-a")
+    pod["spec"]["resourceClaims"].append({"name": "fpga", "resourceClaimName": "holder-a-fpga"})
     verdict = _answer(dra, "vision/holder-a")
     assert verdict.cause == "no-gpu-request"
     assert verdict.action == (
         "vision/holder-a asks for no GPU: no container (init containers included) has a GPU in "
-        "resources.limits. It is bound to dra-a100-1. Its claims (two-gpus) ask for "
-        "nic.example.com, not a GPU class (drivers gpu.nvidia.com, gpu.amd.com, "
-        "hami-core-gpu.project-hami.io). Add `limits: nvidia.com/gpu: N` to the container that "
-        "needs it.")
+        "resources.limits. It is bound to dra-a100-1. Its claims (two-gpus, holder-a-fpga) ask "
+        "for fpga.example.com, nic.example.com, not a GPU class (drivers gpu.nvidia.com, "
+        "gpu.amd.com, hami-core-gpu.project-hami.io). Add `limits: nvidia.com/gpu: N` to the "
+        "container that needs it.")
