@@ -44,69 +44,67 @@ def pinned(pod: str, node: str) -> dict[str, list[dict[str, Any]]]:
     return lists
 
 
-def test_four_nodes_two_sick_two_cordoned_three_owners(recorded: Snapshot) -> None:
-    verdict = answer(recorded, "lab/multi-none")
-    assert verdict.action == (
+ACTIONS = {
+    # four nodes, two sick, two cordoned, three owners: repair; toleration; uncordon
+    "lab/multi-none": (
         "Every matching node blocks the pod: gpu-multi-1 is tainted "
         "dedicated=llm-team:NoSchedule, maintenance=drain:NoExecute; gpu-multi-2 is tainted "
-        "dedicated=vision:NoSchedule, "
-        "cordoned (node.kubernetes.io/unschedulable:NoSchedule); gpu-sick-1 is tainted "
-        "node.kubernetes.io/unreachable:NoSchedule, cordoned "
-        "(node.kubernetes.io/unschedulable:NoSchedule); gpu-sick-2 is tainted "
+        f"dedicated=vision:NoSchedule, {CORDON}; gpu-sick-1 is tainted "
+        f"node.kubernetes.io/unreachable:NoSchedule, {CORDON}; gpu-sick-2 is tainted "
         "node.kubernetes.io/memory-pressure:NoSchedule. "
         "Repair gpu-sick-1, gpu-sick-2: the node lifecycle controller put "
         "node.kubernetes.io/memory-pressure:NoSchedule; node.kubernetes.io/unreachable:NoSchedule"
         f"{REPAIR}; or add a toleration for dedicated=llm-team:NoSchedule; "
         "dedicated=vision:NoSchedule; maintenance=drain:NoExecute to the pod "
         "(ask drain, llm-team, vision); or uncordon gpu-multi-2, gpu-sick-1 once it is healthy "
-        f"(kubectl uncordon gpu-multi-2 gpu-sick-1).{DONT}")
-    assert evidence(verdict) == [
-        ("Node/gpu-multi-1", "spec.taints", "dedicated=llm-team:NoSchedule, "
-                                            "maintenance=drain:NoExecute"),
-        ("Node/gpu-multi-2", "spec.taints",
-         "dedicated=vision:NoSchedule, cordoned (node.kubernetes.io/unschedulable:NoSchedule)"),
-        ("Node/gpu-sick-1", "spec.taints", "node.kubernetes.io/unreachable:NoSchedule, "
-                                           f"{CORDON}"),
+        f"(kubectl uncordon gpu-multi-2 gpu-sick-1).{DONT}"),
+    # a key-less NoExecute toleration leaves a NoSchedule taint, a condition taint, a cordon
+    "lab/east-noschedule": (
+        "Every matching node blocks the pod: gpu-multi-1 is tainted "
+        "dedicated=llm-team:NoSchedule; gpu-sick-1 is tainted "
+        f"node.kubernetes.io/unreachable:NoSchedule, {CORDON}. Repair gpu-sick-1: the node "
+        f"lifecycle controller put node.kubernetes.io/unreachable:NoSchedule{REPAIR}; or add a "
+        "toleration for dedicated=llm-team:NoSchedule to the pod (ask llm-team); or uncordon "
+        f"gpu-sick-1 once it is healthy (kubectl uncordon gpu-sick-1).{DONT}"),
+    # no repair: a toleration or an uncordon, joined by a plain "or"
+    "lab/pinned-multi-2": (
+        "The only matching node blocks the pod: gpu-multi-2 is tainted "
+        f"dedicated=vision:NoSchedule, {CORDON}. Add a toleration for dedicated=vision:NoSchedule "
+        "to the pod (ask vision) or uncordon gpu-multi-2 once it is healthy "
+        f"(kubectl uncordon gpu-multi-2).{DONT}"),
+}
+
+
+@pytest.mark.parametrize("ref", ACTIONS)
+def test_the_advice_reads_whole(ref: str, recorded: Snapshot) -> None:
+    assert answer(recorded, ref).action == ACTIONS[ref]
+
+
+def test_every_node_and_the_pods_own_tolerations_are_evidence(recorded: Snapshot) -> None:
+    assert evidence(answer(recorded, "lab/multi-none")) == [
+        ("Node/gpu-multi-1", "spec.taints",
+         "dedicated=llm-team:NoSchedule, maintenance=drain:NoExecute"),
+        ("Node/gpu-multi-2", "spec.taints", f"dedicated=vision:NoSchedule, {CORDON}"),
+        ("Node/gpu-sick-1", "spec.taints", f"node.kubernetes.io/unreachable:NoSchedule, {CORDON}"),
         ("Node/gpu-sick-2", "spec.taints", "node.kubernetes.io/memory-pressure:NoSchedule"),
         ("Pod lab/multi-none", "spec.tolerations", "none beyond the defaults")]
 
 
-def test_a_toleration_with_a_value_and_one_without_an_effect_are_named(
-        recorded: Snapshot) -> None:
+@pytest.mark.parametrize(("ref", "tolerations"), [
+    ("lab/multi-some", "dedicated=llm-team:NoSchedule, example.com/spot:*"),  # a value; no effect
+    ("lab/east-noschedule", "*:NoExecute"),  # no key
+])
+def test_tolerations_are_written_as_taints_are(ref: str, tolerations: str,
+                                               recorded: Snapshot) -> None:
+    assert evidence(answer(recorded, ref))[-1] == (f"Pod {ref}", "spec.tolerations", tolerations)
+
+
+def test_a_tolerated_taint_leaves_the_advice(recorded: Snapshot) -> None:
     verdict = answer(recorded, "lab/multi-some")
     assert "add a toleration for dedicated=vision:NoSchedule; maintenance=drain:NoExecute to the " \
            "pod (ask drain, vision); or uncordon" in verdict.action
     assert evidence(verdict)[0] == ("Node/gpu-multi-1", "spec.taints",
                                     "maintenance=drain:NoExecute")
-    assert evidence(verdict)[-1] == ("Pod lab/multi-some", "spec.tolerations",
-                                     "dedicated=llm-team:NoSchedule, example.com/spot:*")
-
-
-def test_repair_toleration_and_uncordon_joined_by_semicolons_with_a_keyless_toleration(
-        recorded: Snapshot) -> None:
-    verdict = answer(recorded, "lab/east-noschedule")
-    assert verdict.action == (
-        "Every matching node blocks the pod: gpu-multi-1 is tainted "
-        "dedicated=llm-team:NoSchedule; gpu-sick-1 is tainted "
-        "node.kubernetes.io/unreachable:NoSchedule, cordoned "
-        "(node.kubernetes.io/unschedulable:NoSchedule). Repair gpu-sick-1: the node lifecycle "
-        f"controller put node.kubernetes.io/unreachable:NoSchedule{REPAIR}; or add a toleration "
-        "for dedicated=llm-team:NoSchedule to the pod (ask llm-team); or uncordon gpu-sick-1 once "
-        f"it is healthy (kubectl uncordon gpu-sick-1).{DONT}")
-    assert evidence(verdict)[-1] == ("Pod lab/east-noschedule", "spec.tolerations", "*:NoExecute")
-
-
-def test_a_taint_and_a_cordon_without_a_repair_are_joined_by_or(recorded: Snapshot) -> None:
-    verdict = answer(recorded, "lab/pinned-multi-2")
-    assert verdict.action == (
-        "The only matching node blocks the pod: gpu-multi-2 is tainted "
-        "dedicated=vision:NoSchedule, cordoned (node.kubernetes.io/unschedulable:NoSchedule). "
-        "Add a toleration for "
-        "dedicated=vision:NoSchedule to the pod (ask vision) or uncordon gpu-multi-2 once it is "
-        f"healthy (kubectl uncordon gpu-multi-2).{DONT}")
-    assert evidence(verdict)[0] == (
-        "Node/gpu-multi-2", "spec.taints",
-        "dedicated=vision:NoSchedule, cordoned (node.kubernetes.io/unschedulable:NoSchedule)")
 
 
 def test_a_condition_taint_alone_asks_only_for_the_repair() -> None:
