@@ -60,3 +60,19 @@ def test_a_minute_after_creation_the_scheduler_is_named_as_not_running() -> None
         "GPU-wise gpu-multi-1, gpu-multi-2, gpu-sick-1 fit, but no scheduler has said anything "
         "about lab/tolerate-all: spec.schedulerName default-scheduler is not running or does not "
         "see the pod. Start or fix that scheduler, or correct schedulerName.")
+
+
+def test_a_pod_created_as_the_cluster_was_read_is_zero_seconds_old() -> None:
+    verdict = triage(Snapshot(**load_lists(TAINTS_AND_UNITS), read_at="2026-11-30T13:20:00Z"),
+                     parse_ref("lab/tolerate-all"))
+    assert verdict.action.startswith("lab/tolerate-all was created 0 s ago: ")
+
+
+def test_a_pod_without_a_spec_shows_no_scheduler() -> None:
+    # a hand-edited dump; the API server always writes spec
+    lists = load_lists("hami-sharing")
+    lists["pods"].append({"apiVersion": "v1", "kind": "Pod",
+                          "metadata": {"name": "bare", "namespace": "hami"}})
+    for name in ("placed", "llm-chat-0", "llm-chat-1", "trainer-lora"):
+        find(lists["pods"], name, "hami")["status"]["phase"] = "Succeeded"
+    assert not scheduler_serves(Snapshot(**lists), "hami-scheduler")
