@@ -441,3 +441,10 @@ def test_a_bound_pod_whose_claims_ask_no_gpu_class_says_where_it_is_bound(dra: L
         "for fpga.example.com, nic.example.com, not a GPU class (drivers gpu.nvidia.com, "
         "gpu.amd.com, hami-core-gpu.project-hami.io). Add `limits: nvidia.com/gpu: N` to the "
         "container that needs it.")
+
+
+def test_a_claim_that_requests_no_device_is_said_to_ask_for_none(dra: Lists) -> None:
+    _dra(dra, "ResourceClaim", "holder-a-gpu-")["spec"]["devices"]["requests"] = []
+    verdict = _answer(dra, "vision/holder-a")
+    assert verdict.cause == "no-gpu-request"
+    assert "Its claims (two-gpus) ask for no device, not a GPU class" in verdict.action
