@@ -121,6 +121,18 @@ def taint_text(taint: Mapping[str, Any]) -> str:
     return f"{key}:{taint.get('effect')}"
 
 
+# -- conditions -------------------------------------------------------------------------
+
+def not_ready(node: Mapping[str, Any]) -> str | None:
+    """The node's Ready condition when it is not True ("Unknown: NodeStatusUnknown, Kubelet
+    stopped posting node status."); None when Ready, or when the node reports no conditions."""
+    for condition in node.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "Ready" and condition.get("status") != "True":
+            return (f"{condition.get('status')}: {condition.get('reason') or '?'}"
+                    + (f", {condition['message']}" if condition.get("message") else ""))
+    return None
+
+
 # -- resources --------------------------------------------------------------------------
 
 def status_amount(node: K8sObject, section: str, resource: str) -> int | None:

@@ -21,7 +21,7 @@ from bot.config import BotConfig, ConfigError, load_config
 from bot.web.metrics import ANSWERS
 from scoring.verdict import Verdict
 from triage.errors import ClusterError
-from triage.refs import PodRef, RefError, parse_ref
+from triage.refs import RefError, parse_ref
 from triage.snapshot import SnapshotError
 
 if TYPE_CHECKING:
@@ -63,9 +63,14 @@ def _add_answer_options(parser: argparse.ArgumentParser) -> None:
     """The ref and where the answer comes from: the options `triage` and `devices` share."""
     parser.add_argument("ref", metavar="NS/NAME", help="pod or workload: ns/name, or 'ns name'")
     parser.add_argument("name", nargs="?", help=argparse.SUPPRESS)
+    add_prometheus_option(parser)
+    add_source_options(parser)
+
+
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    """Where an answer reads the cluster from, and how it is printed."""
     parser.add_argument("--snapshot", metavar="DIR",
                         help="read a dump directory instead of the live cluster")
-    add_prometheus_option(parser)
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--cluster", metavar="NAME",
                         help="one of the clusters in the GPUWHY_CONFIG file")
@@ -90,9 +95,9 @@ def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdi
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        cluster = _configured_cluster(args, config)
-        source = with_prometheus(_source(args, config, ref, cluster), prometheus_settings(
-            config, args.prometheus, cluster=cluster))
+        cluster = configured_cluster(args, config)
+        source = with_prometheus(source_from(args, config, cluster, ref.namespace),
+                                 prometheus_settings(config, args.prometheus, cluster=cluster))
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except (SnapshotError, ClusterError) as exc:
@@ -138,7 +143,7 @@ class UsageError(ValueError):
     """Options that do not go together; the message says which."""
 
 
-def _configured_cluster(args: argparse.Namespace, config: BotConfig) -> str | None:
+def configured_cluster(args: argparse.Namespace, config: BotConfig) -> str | None:
     """The entry of ``clusters`` to read: --cluster, else (like kubectl's current context)
     ``default_cluster`` unless --snapshot, --kubeconfig or --context say where to read."""
     if args.cluster:
@@ -154,8 +159,11 @@ def _configured_cluster(args: argparse.Namespace, config: BotConfig) -> str | No
     return config.default_cluster or next(iter(config.clusters))
 
 
-def _source(args: argparse.Namespace, config: BotConfig, ref: PodRef,
-            cluster: str | None) -> TriageSource:
+def source_from(args: argparse.Namespace, config: BotConfig, cluster: str | None,
+                namespace: str | None = None) -> TriageSource:
+    """The source the options name (``cluster``: a configured one, see
+    ``configured_cluster``); a dump read for one ``namespace`` keeps the other namespaces'
+    pods slim."""
     if cluster is not None:
         from bot.clusters.fleet import (  # only a configured cluster needs a fleet
             UnknownClusterError,
@@ -168,7 +176,7 @@ def _source(args: argparse.Namespace, config: BotConfig, ref: PodRef,
         except UnknownClusterError as exc:
             raise UsageError(str(exc)) from exc
     if args.snapshot:
-        return SnapshotSource(args.snapshot, config.triage, namespace=ref.namespace)
+        return SnapshotSource(args.snapshot, config.triage, namespace=namespace)
     return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config.triage,
                       cluster=configured_name(config), page_size=args.page_size,
                       timeout=args.request_timeout)

@@ -23,7 +23,7 @@ from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.config import TriageConfig
 from triage.errors import ClusterError
 from triage.refs import PodRef, RefError, parse_ref
-from triage.snapshot import SnapshotError
+from triage.snapshot import Snapshot, SnapshotError
 
 log = logging.getLogger(__name__)
 _CLUSTER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -49,6 +49,9 @@ class UnavailableSource:
         self.reason = reason
 
     def triage(self, ref: PodRef) -> Verdict:
+        raise ClusterError(f"Cluster {self.cluster} is unavailable: {self.reason}")
+
+    def cluster_snapshot(self) -> Snapshot:
         raise ClusterError(f"Cluster {self.cluster} is unavailable: {self.reason}")
 
     def as_of(self) -> datetime | None:

@@ -40,6 +40,11 @@ class TriageSource(Protocol):
         """When the data the answers come from was read, if not just now (a dump's time)."""
         ...
 
+    def cluster_snapshot(self) -> Snapshot:
+        """The whole cluster (nodes, the pods on them, DRA objects) for the capacity view and
+        ``where``; raise triage.errors.ClusterError when it can't be read."""
+        ...
+
 
 def configured_name(config: BotConfig) -> str:
     """The name ``cluster`` (GPUWHY_CLUSTER) gives the one cluster of --kubeconfig; "" when
@@ -82,6 +87,9 @@ class SnapshotSource:
     def triage(self, ref: PodRef) -> Verdict:
         return answered("snapshot", lambda: triage(self.snapshot, ref, self.config))
 
+    def cluster_snapshot(self) -> Snapshot:
+        return self.snapshot
+
     def as_of(self) -> datetime | None:
         return self._as_of
 
@@ -118,6 +126,10 @@ class LiveSource:
                                         self.page_size, self.timeout, self.cluster)
 
         return answered("live", answer)
+
+    def cluster_snapshot(self) -> Snapshot:
+        with bulk_parse(freeze=False):
+            return kube.read_cluster(self.api_client, self.page_size, self.timeout, self.cluster)
 
     def as_of(self) -> datetime | None:
         return None  # every triage reads the cluster afresh
@@ -186,6 +198,9 @@ class WatchSource:
     def triage(self, ref: PodRef) -> Verdict:
         return answered("watch", lambda: triage(self.cache.snapshot_for(ref, self.cluster), ref,
                                                 self.config))
+
+    def cluster_snapshot(self) -> Snapshot:
+        return self.cache.cluster_snapshot(self.cluster)
 
     def as_of(self) -> datetime | None:
         """None while the watch keeps nodes and pods current (the pod itself is read afresh);

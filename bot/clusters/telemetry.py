@@ -32,6 +32,7 @@ from triage.dcgm import (
     without_telemetry,
 )
 from triage.refs import PodRef
+from triage.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -199,6 +200,9 @@ class TelemetrySource:
 
     def triage(self, ref: PodRef) -> Verdict:
         return add_telemetry(self.source.triage(ref), self.client, self.clock)
+
+    def cluster_snapshot(self) -> Snapshot:
+        return self.source.cluster_snapshot()
 
     def as_of(self) -> datetime | None:
         return self.source.as_of()

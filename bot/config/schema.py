@@ -29,7 +29,12 @@ from pydantic import (
     Tag,
 )
 
-from triage.config import DEFAULT_GPU_DRIVERS, DEFAULT_GPU_RESOURCES, TriageConfig
+from triage.config import (
+    DEFAULT_GPU_DRIVERS,
+    DEFAULT_GPU_RESOURCES,
+    DEFAULT_POOL_LABELS,
+    TriageConfig,
+)
 from triage.dcgm import DcgmLabels
 from triage.vocabulary import Cause
 
@@ -82,6 +87,10 @@ Namespace = Annotated[str, _matching(r"\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
 ResourceName = Annotated[str, _matching(r"[A-Za-z0-9*]([-A-Za-z0-9.*]*[A-Za-z0-9*])?"
                                         r"/[A-Za-z0-9*]([-A-Za-z0-9_.*]*[A-Za-z0-9*])?",
                                         "a resource name such as nvidia.com/gpu")]
+# A label key: an optional DNS-subdomain prefix and a name (karpenter.sh/nodepool, pool).
+LabelKey = Annotated[str, _matching(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?"
+                                    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?",
+                                    "a label key such as pool or karpenter.sh/nodepool")]
 # A DRA driver name: a DNS subdomain, lower case (gpu.nvidia.com).
 DriverName = Annotated[str, _matching(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?",
                                       "a DRA driver name such as gpu.nvidia.com")]
@@ -130,6 +139,8 @@ class TriageSettings(TriageConfig):
         DEFAULT_GPU_RESOURCES)
     # DRA: a DeviceClass is a GPU class when it selects devices of one of these drivers.
     gpu_drivers: tuple[DriverName, ...] = DEFAULT_GPU_DRIVERS
+    # The capacity view's pools: the first of these node labels a node carries.
+    pool_labels: tuple[LabelKey, ...] = DEFAULT_POOL_LABELS
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         preflight_snapshot,
         read_manifest,
     )
-    from triage.cluster.read import answer_cold, read_bundle, read_snapshot
+    from triage.cluster.read import answer_cold, read_bundle, read_cluster, read_snapshot
     from triage.cluster.reader import ClusterReader
     from triage.cluster.refs import read_ref_objects
     from triage.cluster.resources import (
@@ -58,7 +58,8 @@ __all__ = [
     "dry_run_pod",
     "find_kubeconfig", "kubeconfig_namespace", "load_api_client", "missing_claims",
     "preflight_snapshot",
-    "read_bundle", "read_manifest", "read_ref_objects", "read_snapshot", "server_url",
+    "read_bundle", "read_cluster", "read_manifest", "read_ref_objects", "read_snapshot",
+    "server_url",
 ]
 
 _HOMES = {
@@ -68,7 +69,8 @@ _HOMES = {
     "server_url": "kubeconfig", "ManifestError": "manifest", "ManifestPod": "manifest",
     "dry_run_pod": "manifest", "missing_claims": "manifest", "preflight_snapshot": "manifest",
     "read_manifest": "manifest",
-    "answer_cold": "read", "read_bundle": "read", "read_ref_objects": "read",
+    "answer_cold": "read", "read_bundle": "read", "read_cluster": "read",
+    "read_ref_objects": "read",
     "read_snapshot": "read",
     "EVENTS": "resources", "NODES": "resources", "PODS": "resources", "QUOTAS": "resources",
     "RUNTIME_CLASSES": "resources", "WORKLOADS": "resources", "ClusterReader": "reader",

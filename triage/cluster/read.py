@@ -61,6 +61,7 @@ from triage.cluster.refs import (
     served,
 )
 from triage.cluster.resources import (
+    DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
     EVENTS,
     NODES,
@@ -217,6 +218,25 @@ def answer_cold(api_client: ApiClient, ref: PodRef, answer: Callable[[Snapshot],
             if not isinstance(snapshot, NodesReadSnapshot):
                 raise
             snapshot = _read_more(reader, snapshot, missing, pinned, page_size)
+
+
+def read_cluster(api_client: ApiClient, page_size: int = DEFAULT_PAGE_SIZE,
+                 timeout: float = DEFAULT_TIMEOUT, cluster: str = "") -> Snapshot:
+    """The whole cluster as the capacity view and ``where`` read it, cold: nodes and
+    non-terminated pods (listed in two threads, slimmed as they arrive), DeviceClasses,
+    ResourceClaims and ResourceSlices."""
+    reader = ClusterReader(api_client, timeout)
+    with bulk_parse(freeze=False), ThreadPoolExecutor(2, "gpuwhy-list") as lists:
+        listing_nodes = lists.submit(reader.list_all, NODES, page_size=page_size,
+                                     keep=slim_nodes())
+        listing_pods = lists.submit(reader.list_all, PODS, field_selector=NON_TERMINATED,
+                                    page_size=page_size, keep=slim_pods())
+        dra = [*served(reader, DEVICE_CLASSES, page_size=page_size),
+               *served(reader, RESOURCE_CLAIMS, page_size=page_size),
+               *served(reader, RESOURCE_SLICES, page_size=page_size)]
+        nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
+    return Snapshot(nodes=nodes, pods=pods, dra=dra, cluster=cluster or reader.server,
+                    read_at=rfc3339(datetime.now(UTC)))
 
 
 def _finished_pods_named(reader: ClusterReader, events: Iterable[K8sObject],

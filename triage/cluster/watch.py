@@ -348,29 +348,45 @@ class WatchCache:
 
     def snapshot_for(self, ref: PodRef, cluster: str = "") -> IndexedSnapshot:
         """The Snapshot for one triage: per-ref reads from the API, nodes and pods from memory."""
+        self._check_ready()
+        found = read_ref_objects(self.reader, ref, self.page_size)
+        read_gang_pods(self.reader, found, ref, self._gangs(), self.page_size)
+        quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
+        return self._view(
+            cluster, pods=found.pods, events=found.events, resourcequotas=quotas,
+            runtimeclasses=runtime_classes, workloads=found.workloads,
+            queue_positions=read_position(self.reader, found, self._queues()),
+            problems=tuple(found.problems),
+            namespace_pods=tuple(self.pods.in_namespace(ref.namespace)),
+            cached_nodes_of_fetched=self.pods.nodes_of(object_key(p) for p in found.pods))
+
+    def cluster_snapshot(self, cluster: str = "") -> IndexedSnapshot:
+        """The Snapshot of the whole cluster as cached (the capacity view, ``where``): nodes,
+        the pods on them, the DRA objects; no request."""
+        self._check_ready()
+        return self._view(cluster)
+
+    def _view(self, cluster: str, **fetched: Any) -> IndexedSnapshot:
+        by_node, requested = self.pods.by_node_view()
+        nodes, node_rows = self.nodes.view()
+        return IndexedSnapshot(
+            nodes=nodes, node_rows=node_rows,
+            dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
+                 *self.slices.view(), *self.taint_rules.view()],
+            gangs=self._gangs(), queues=self._queues(),
+            cluster=cluster or self.reader.server, read_at=rfc3339(datetime.now(UTC)),
+            pods_by_node=by_node, requested_by_node=requested, **fetched)
+
+    def _queues(self) -> list[K8sObject]:
+        return [obj for kind in CACHED_QUEUE_KINDS for obj in self.queues[kind].view()]
+
+    def _gangs(self) -> list[K8sObject]:
+        return [*self.gang_workloads.view(), *self.pod_groups.view()]
+
+    def _check_ready(self) -> None:
         if not self.ready:
             # a first list that keeps failing (forbidden, unreachable) is the answer, not "wait"
             failing = next((r.list_error for r in self._reflectors
                             if r.list_error and not r.listed.is_set()), None)
             raise ClusterError(failing or "gpuwhy is still loading the cluster's nodes and "
                                "pods; try again in a minute.")
-        found = read_ref_objects(self.reader, ref, self.page_size)
-        gangs = [*self.gang_workloads.view(), *self.pod_groups.view()]
-        read_gang_pods(self.reader, found, ref, gangs, self.page_size)
-        quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
-        kueue = [obj for kind in CACHED_QUEUE_KINDS for obj in self.queues[kind].view()]
-        by_node, requested = self.pods.by_node_view()
-        nodes, node_rows = self.nodes.view()
-        return IndexedSnapshot(
-            nodes=nodes, node_rows=node_rows, pods=found.pods, events=found.events,
-            resourcequotas=quotas, runtimeclasses=runtime_classes, workloads=found.workloads,
-            dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
-                 *self.slices.view(), *self.taint_rules.view()],
-            gangs=gangs,
-            queues=kueue, queue_positions=read_position(self.reader, found, kueue),
-            cluster=cluster or self.reader.server, problems=tuple(found.problems),
-            read_at=rfc3339(datetime.now(UTC)),
-            pods_by_node=by_node,
-            requested_by_node=requested,
-            namespace_pods=tuple(self.pods.in_namespace(ref.namespace)),
-            cached_nodes_of_fetched=self.pods.nodes_of(object_key(p) for p in found.pods))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scoring.nodes import not_ready
 from scoring.objects import K8sObject, object_key
 from scoring.verdict import Evidence
 from triage.classify.checks.dra import allocation_evidence
@@ -46,10 +47,10 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
         return _runtime_finding(subject, "spec.nodeName", node,
                                 f"no Node {node} exists any more (deleted), so no kubelet "
                                 "will start it", delete_only=True)
-    not_ready = _not_ready(node_object) if node_object is not None else None
-    if not_ready is not None:
-        return _runtime_finding(subject, f"Node/{node} status.conditions[Ready]", not_ready,
-                                f"{node} is not Ready ({not_ready}): its kubelet is not "
+    unready = not_ready(node_object) if node_object is not None else None
+    if unready is not None:
+        return _runtime_finding(subject, f"Node/{node} status.conditions[Ready]", unready,
+                                f"{node} is not Ready ({unready}): its kubelet is not "
                                 "starting pods")
     handler = _runtime_handler(subject.snapshot, subject.spec.get("runtimeClassName"))
     if handler and node_object is not None:
@@ -60,16 +61,6 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
                                     ", ".join(h or '""' for h in handlers),
                                     f"{node}'s container runtime has no handler {handler} "
                                     f"(RuntimeClass {subject.spec.get('runtimeClassName')})")
-    return None
-
-
-def _not_ready(node: K8sObject) -> str | None:
-    """The node's Ready condition when it is not True ("Unknown: NodeStatusUnknown, Kubelet
-    stopped posting node status."); None when Ready, or when the node reports no conditions."""
-    for condition in node.get("status", {}).get("conditions") or []:
-        if condition.get("type") == "Ready" and condition.get("status") != "True":
-            return (f"{condition.get('status')}: {condition.get('reason') or '?'}"
-                    + (f", {condition['message']}" if condition.get("message") else ""))
     return None
 
 

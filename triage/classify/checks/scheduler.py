@@ -59,6 +59,6 @@ def scheduler_serves(snapshot: Snapshot, scheduler: str) -> bool:
     no events to go by: nobody has scheduled the would-be pod yet.)"""
     if scheduler in ("", DEFAULT_SCHEDULER):
         return True
-    return any(pod.get("spec", {}).get("schedulerName") == scheduler
-               and pod.get("spec", {}).get("nodeName") and not is_terminated(pod)
-               for pod in snapshot.pods)
+    # by node: a watch cache's Snapshot holds the bound pods in its per-node lists only
+    return any(pod.get("spec", {}).get("schedulerName") == scheduler and not is_terminated(pod)
+               for node in snapshot.node_table for pod in snapshot.pods_on(node.name))

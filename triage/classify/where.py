@@ -1,0 +1,236 @@
+"""Where could a pod asking N GPUs run now (pure: no I/O)?
+
+The question is answered by the funnel itself: a would-be pod asking N (its selector,
+tolerations and scheduler as given, never guessed from a namespace's pods) is put into the
+Snapshot and triaged like any pod, so the word is the one a real pod would get. Nobody has
+scheduled the would-be pod, so "no scheduler has said anything" (scheduler-unavailable)
+means it fits, as in a pre-flight (``gpuwhy check``). On top of the Verdict: the nodes it fits
+on now, the nodes that would fit behind a taint, and when none fits the nodes closest to
+having N free, with who holds them and for how long.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scoring.nodes import taint_text, tolerates
+from scoring.objects import K8sObject
+from scoring.verdict import Verdict
+from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
+from triage.classify.resolve import triage
+from triage.config import TriageConfig
+from triage.pods import pod_name
+from triage.refs import PodRef
+from triage.snapshot import Snapshot, parse_rfc3339
+from triage.vocabulary import FIT, Cause
+
+WOULD_BE_POD = "gpuwhy-where"  # the would-be pod's name (and its DRA claim template's)
+MAX_NODES_NAMED = 5
+MAX_HOLDERS_NAMED = 3
+
+
+class WhereError(ValueError):
+    """An ask gpuwhy cannot build a pod for; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class WhereAsk:
+    count: int
+    resource: str
+    namespace: str = "default"
+    selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    scheduler: str = DEFAULT_SCHEDULER
+
+    @property
+    def text(self) -> str:
+        return f"{self.count} × {self.resource} on one node"
+
+
+@dataclass(frozen=True)
+class HeldBy:
+    pod: str  # ns/name
+    count: int
+    running: str  # "3 h", "12 min"; "" when the start time is unknown
+
+
+@dataclass(frozen=True)
+class NodeChance:
+    """A node the pod does not fit on now, and what would have to happen there."""
+
+    name: str
+    free: int | None  # of the resource; None where it is not counted per node (DRA, HAMi)
+    why: str  # the funnel's reason for the node
+    held: tuple[HeldBy, ...] = ()
+    taints: tuple[str, ...] = ()  # the taints the pod would need to tolerate
+
+
+@dataclass(frozen=True)
+class WhereAnswer:
+    ask: WhereAsk
+    fits: bool  # the funnel leaves a node and a scheduler of that name runs
+    verdict: Verdict  # the would-be pod's triage
+    fit_nodes: tuple[str, ...] = ()
+    behind_taints: tuple[NodeChance, ...] = ()  # would fit, with a toleration
+    nearest: tuple[NodeChance, ...] = ()  # closest to N free, when nothing fits
+
+    @property
+    def cause(self) -> str:
+        return self.verdict.cause
+
+
+def parse_toleration(text: str) -> dict[str, str]:
+    """``key=value:Effect``, ``key:Effect``, ``key`` or ``key=value`` as a toleration."""
+    spec, _, effect = text.partition(":")
+    key, equals, value = spec.partition("=")
+    if not key or (effect and effect not in ("NoSchedule", "NoExecute", "PreferNoSchedule")):
+        raise WhereError(f"--toleration {text}: give KEY[=VALUE][:EFFECT], EFFECT one of "
+                         "NoSchedule, NoExecute, PreferNoSchedule")
+    toleration = {"key": key, "operator": "Equal" if equals else "Exists"}
+    if equals:
+        toleration["value"] = value
+    if effect:
+        toleration["effect"] = effect
+    return toleration
+
+
+def parse_selector(text: str) -> dict[str, str]:
+    """``k=v,k2=v2`` as a nodeSelector."""
+    selector = {}
+    for term in filter(None, (t.strip() for t in text.split(","))):
+        key, equals, value = term.partition("=")
+        if not equals or not key:
+            raise WhereError(f"--selector {text}: give KEY=VALUE[,KEY=VALUE...]")
+        selector[key] = value
+    return selector
+
+
+def gpu_resource_names(snapshot: Snapshot, config: TriageConfig) -> list[str]:
+    """What ``where`` can ask for here: extended GPU resources nodes report, GPU DeviceClasses
+    (most capacity first)."""
+    totals: dict[str, int] = {}
+    for node in snapshot.node_table:
+        for resource, amount in node.capacity.items():
+            if amount > 0 and config.is_gpu_resource(resource):
+                totals[resource] = totals.get(resource, 0) + amount
+    inventory = snapshot.dra_inventory(config.gpu_drivers)
+    classes = [name for name in sorted(inventory.classes) if inventory.is_gpu_class(name)]
+    return sorted(totals, key=lambda r: (-totals[r], r)) + classes
+
+
+def where(snapshot: Snapshot, ask: WhereAsk, config: TriageConfig) -> WhereAnswer:
+    """The would-be pod's triage and what it means for someone about to submit it."""
+    if ask.count < 1:
+        raise WhereError(f"ask for at least 1 GPU, not {ask.count}")
+    inventory = snapshot.dra_inventory(config.gpu_drivers)
+    by_class = ask.resource in inventory.classes and not config.is_gpu_resource(ask.resource)
+    if not by_class and not config.is_gpu_resource(ask.resource):
+        known = ", ".join(gpu_resource_names(snapshot, config)) or "none"
+        raise WhereError(f"{ask.resource} is neither a GPU resource (triage.gpu_resources) nor "
+                         f"a DeviceClass here; this cluster has: {known}")
+    pod = would_be_pod(ask, by_class)
+    with_pod = dataclasses.replace(
+        snapshot, pods=[*snapshot.pods, pod],
+        dra=[*snapshot.dra, claim_template(ask)] if by_class else snapshot.dra)
+    verdict = triage(with_pod, PodRef(ask.namespace, WOULD_BE_POD), config)
+    fit_nodes = tuple(r.name for r in verdict.nodes if r.outcome == FIT)
+    fits = verdict.cause == Cause.SCHEDULER_UNAVAILABLE and scheduler_serves(with_pod,
+                                                                             ask.scheduler)
+    behind = tuple(_behind_taint(with_pod, ask, name) for name in _outcome(
+        verdict, Cause.TAINT_UNTOLERATED) if not by_class and _free(with_pod, ask, name) >=
+        ask.count)
+    nearest = () if fit_nodes else _nearest(with_pod, ask, verdict, by_class)
+    return WhereAnswer(ask, fits, verdict, fit_nodes, behind[:MAX_NODES_NAMED], nearest)
+
+
+def would_be_pod(ask: WhereAsk, by_class: bool) -> K8sObject:
+    """The pod someone asking for N would submit: one container, N of the resource as a
+    limit (or a claim for N devices of the DeviceClass)."""
+    container: dict[str, Any] = {"name": "gpus", "image": "none"}
+    spec: dict[str, Any] = {"containers": [container], "schedulerName": ask.scheduler}
+    if by_class:
+        container["resources"] = {"claims": [{"name": "gpus"}]}
+        spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": WOULD_BE_POD}]
+    else:
+        container["resources"] = {"limits": {ask.resource: str(ask.count)}}
+    if ask.selector:
+        spec["nodeSelector"] = dict(ask.selector)
+    if ask.tolerations:
+        spec["tolerations"] = [dict(t) for t in ask.tolerations]
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": WOULD_BE_POD, "namespace": ask.namespace},
+            "spec": spec, "status": {"phase": "Pending"}}
+
+
+def claim_template(ask: WhereAsk) -> K8sObject:
+    """The would-be pod's ResourceClaimTemplate: N devices of the DeviceClass."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": WOULD_BE_POD, "namespace": ask.namespace},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                "deviceClassName": ask.resource, "allocationMode": "ExactCount",
+                "count": ask.count}}]}}}}
+
+
+def _outcome(verdict: Verdict, cause: Cause) -> list[str]:
+    return [r.name for r in verdict.nodes if r.outcome == cause.value]
+
+
+def _free(snapshot: Snapshot, ask: WhereAsk, name: str) -> int:
+    node = snapshot.node_info(name)
+    return snapshot.free_gpus(node, ask.resource) if node is not None else 0
+
+
+def _behind_taint(snapshot: Snapshot, ask: WhereAsk, name: str) -> NodeChance:
+    node = snapshot.node_info(name)
+    taints = tuple(taint_text(t) for t in (node.taints if node is not None else ())
+                   if not tolerates(list(ask.tolerations), t))
+    return NodeChance(name, _free(snapshot, ask, name), "untolerated taint", taints=taints)
+
+
+def _nearest(snapshot: Snapshot, ask: WhereAsk, verdict: Verdict,
+             by_class: bool) -> tuple[NodeChance, ...]:
+    """The nodes held full, closest to N free first (then longest-running holders first)."""
+    reports = [r for r in verdict.nodes if r.outcome == Cause.EXHAUSTED.value]
+    if by_class or ask.resource not in (verdict.resource or ""):
+        return tuple(NodeChance(r.name, None, r.detail) for r in reports[:MAX_NODES_NAMED])
+    chances = []
+    for report in reports:
+        held = sorted((_held(snapshot, pod, count) for pod, count in
+                       snapshot.holders_on(report.name, ask.resource)),
+                      key=lambda h: (-h[0], h[1].pod))
+        chances.append((ask.count - _free(snapshot, ask, report.name),
+                        -(held[0][0] if held else 0), report.name,
+                        NodeChance(report.name, _free(snapshot, ask, report.name), report.detail,
+                                   tuple(h for _, h in held[:MAX_HOLDERS_NAMED]))))
+    chances.sort(key=lambda c: c[:3])
+    return tuple(chance for *_, chance in chances[:MAX_NODES_NAMED])
+
+
+def _held(snapshot: Snapshot, pod: K8sObject, count: int) -> tuple[float, HeldBy]:
+    """(seconds running, the holding): how long a holder has held is read off its
+    status.startTime against the time the snapshot was read."""
+    started = str(pod.get("status", {}).get("startTime") or "")
+    seconds = _seconds_between(started, snapshot.read_at)
+    return (seconds or 0.0), HeldBy(pod_name(pod), count,
+                                    running_text(seconds) if seconds is not None else "")
+
+
+def _seconds_between(start: str, end: str) -> float | None:
+    if not start or not end:
+        return None
+    try:
+        first, last = parse_rfc3339(start), parse_rfc3339(end)
+    except ValueError:
+        return None
+    return max(0.0, (last - first).total_seconds())
+
+
+def running_text(seconds: float) -> str:
+    """3 d, 5 h, 12 min, 40 s: the largest unit that fits."""
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit}"
+    return f"{int(seconds)} s"
