@@ -8,9 +8,11 @@ channel limited to some namespaces sees the others' holdings counted, not named.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from bot.answer.blocks import escape_mrkdwn, plain_fallback
+from bot.answer.byline import age_text
 from bot.answer.render import cause_emoji
 from bot.answer.visibility import hide_text
 from triage.classify.capacity import DRA, HAMI, CapacityGroup, CapacityView, NamespaceHolding
@@ -131,8 +133,9 @@ def _section(text: str) -> dict[str, Any]:
 def _held_text(held: tuple[HeldBy, ...], visible: NamespaceVisible) -> str:
     shown = [h for h in held if visible(h.pod.partition("/")[0])]
     hidden = len(held) - len(shown)
-    text = ", ".join(f"{h.pod} ({h.count}" + (f", running {h.running})" if h.running else ")")
-                     for h in shown)
+    text = ", ".join(f"{h.pod} ({h.count}" + (
+        f", running {age_text(timedelta(seconds=h.running))})" if h.running is not None else ")")
+        for h in shown)
     if hidden:
         others = f"{hidden} pod{'s' if hidden > 1 else ''} in other namespaces"
         text = f"{text}, {others}" if text else others

@@ -54,7 +54,7 @@ class WhereAsk:
 class HeldBy:
     pod: str  # ns/name
     count: int
-    running: str  # "3 h", "12 min"; "" when the start time is unknown
+    running: int | None  # seconds since status.startTime; None when unknown
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def _held(snapshot: Snapshot, pod: K8sObject, count: int) -> tuple[float, HeldBy
     started = str(pod.get("status", {}).get("startTime") or "")
     seconds = _seconds_between(started, snapshot.read_at)
     return (seconds or 0.0), HeldBy(pod_name(pod), count,
-                                    running_text(seconds) if seconds is not None else "")
+                                    None if seconds is None else int(seconds))
 
 
 def _seconds_between(start: str, end: str) -> float | None:
@@ -226,11 +226,3 @@ def _seconds_between(start: str, end: str) -> float | None:
     except ValueError:
         return None
     return max(0.0, (last - first).total_seconds())
-
-
-def running_text(seconds: float) -> str:
-    """3 d, 5 h, 12 min, 40 s: the largest unit that fits."""
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{int(seconds // size)} {unit}"
-    return f"{int(seconds)} s"

@@ -7,7 +7,6 @@ from typing import Any
 
 from slack_bolt import Ack, App, BoltContext, Respond
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
 
 from bot.answer.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_text
 from bot.answer.byline import byline
@@ -22,13 +21,21 @@ from bot.digest import (
     stats_blocks,
     stats_text,
 )
+from bot.slack.listeners.capacity import (
+    CAPACITY_USAGE,
+    CAPACITY_WORD,
+    WHERE_USAGE,
+    WHERE_WORD,
+    answer_capacity,
+    answer_where,
+)
 from bot.slack.listeners.devices import SHOW_DEVICES
 from bot.slack.listeners.replies import (
     CHANNEL_REFUSAL,
     cluster_failure,
     cluster_refusal,
     namespace_refusal,
-    post_message,
+    post_or_respond,
     respond_with,
 )
 from bot.slack.listeners.state import BotState
@@ -51,7 +58,7 @@ NO_STORE = "Stats need the incident store, and this gpuwhy runs without one."
 
 def help_text() -> str:
     causes = "\n".join(f"{info.emoji} `{info.cause}` — {info.summary}" for info in CAUSES)
-    return (f"{USAGE}\n{STATS_USAGE}\n"
+    return (f"{USAGE}\n{STATS_USAGE}\n{CAPACITY_USAGE}\n{WHERE_USAGE}\n"
             f"I answer with one cause word; they are checked in this order:\n{causes}")
 
 
@@ -71,6 +78,10 @@ def register(app: App, state: BotState) -> None:
             ack(text=SHOW_DEVICES_HINT)
         elif words[0].lower() == STATS_WORD:
             answer_stats(state, ack, respond, channel, user, words[1:], context)
+        elif words[0].lower() == CAPACITY_WORD:
+            answer_capacity(state, ack, respond, client, channel, user, words[1:])
+        elif words[0].lower() == WHERE_WORD:
+            answer_where(state, ack, respond, client, channel, user, words[1:])
         else:
             answer_ref(state, ack, respond, client, channel, user, text, context)
 
@@ -128,14 +139,8 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
         state.remember(verdict, cluster=cluster, asked_by=user, channel=channel,
                        message_ts=None)
         return
-    try:
-        posted = post_message(client, what, channel=channel, text=text, blocks=blocks)
-    except SlackApiError as exc:
-        # Typically not_in_channel: the asker still gets the answer, just without a thread.
-        log.warning("cannot post in %s (%s); answering %s privately", channel,
-                    exc.response.get("error"), user)
-        respond_with(respond, what, blocks=blocks,
-                     text=f"{text}\n(I can't post in this channel; invite me to get a thread.)")
+    posted = post_or_respond(client, respond, what, channel=channel, text=text, blocks=blocks)
+    if posted is None:
         return
     state.remember(verdict, cluster=cluster, asked_by=user, channel=str(posted["channel"]),
                    message_ts=str(posted["ts"]))

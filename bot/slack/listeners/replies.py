@@ -64,3 +64,17 @@ def respond_with(respond: Respond, what: str, *, text: str,
     log.warning("Slack refused %s (HTTP %d: %s); sending it as plain text", what,
                 reply.status_code, one_line(reply.body))
     respond(text=plain_fallback(text), **extra)
+
+
+def post_or_respond(client: WebClient, respond: Respond, what: str, *, channel: str,
+                    text: str, blocks: list[dict[str, Any]]) -> SlackResponse | None:
+    """Posted in the channel; when the bot may not post there (typically not_in_channel), the
+    asker still gets it privately, with a line saying why. None then."""
+    try:
+        return post_message(client, what, channel=channel, text=text, blocks=blocks)
+    except SlackApiError as exc:
+        log.warning("cannot post in %s (%s); answering privately", channel,
+                    exc.response.get("error"))
+        respond_with(respond, what, blocks=blocks,
+                     text=f"{text}\n(I can't post in this channel; invite me to get a thread.)")
+        return None
