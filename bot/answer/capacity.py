@@ -14,7 +14,7 @@ from typing import Any
 from bot.answer.blocks import escape_mrkdwn, plain_fallback
 from bot.answer.byline import age_text
 from bot.answer.render import cause_emoji
-from bot.answer.visibility import hide_text
+from bot.answer.visibility import hide_text, others_text
 from triage.classify.capacity import DRA, HAMI, CapacityGroup, CapacityView, NamespaceHolding
 from triage.classify.where import HeldBy, WhereAnswer
 from triage.vocabulary import CAUSE_INFO, Cause
@@ -137,8 +137,7 @@ def _held_text(held: tuple[HeldBy, ...], visible: NamespaceVisible) -> str:
         f", running {age_text(timedelta(seconds=h.running))})" if h.running is not None else ")")
         for h in shown)
     if hidden:
-        others = f"{hidden} pod{'s' if hidden > 1 else ''} in other namespaces"
-        text = f"{text}, {others}" if text else others
+        text = f"{text}, {others_text(hidden)}" if text else others_text(hidden)
     return text
 
 
