@@ -63,6 +63,8 @@ def _error(tmp_path: Path, text: str, **environ: str) -> str:
      "triage.gpu_resources.1 = 'gpu': not a resource name such as nvidia.com/gpu"),
     ("triage: {gpu_drivers: [gpu.nvidia.com, NVIDIA GPUs]}\n",
      "triage.gpu_drivers.1 = 'NVIDIA GPUs': not a DRA driver name such as gpu.nvidia.com"),
+    ("triage: {pool_labels: [pool, 'node pool']}\n",
+     "triage.pool_labels.1 = 'node pool': not a label key such as pool or karpenter.sh/nodepool"),
     ("triage: {gpu_drivers: gpu.nvidia.com}\n",
      "triage.gpu_drivers = 'gpu.nvidia.com': must be a list, not a string "
      "(write [gpu.nvidia.com])"),
@@ -138,6 +140,7 @@ def test_readme_example_is_valid(tmp_path: Path) -> None:
     assert config.digest == DigestSchedule(**data["digest"])
     assert config.triage.gpu_resources == tuple(data["triage"]["gpu_resources"])
     assert config.triage.gpu_drivers == tuple(data["triage"]["gpu_drivers"])
+    assert config.triage.pool_labels == tuple(data["triage"]["pool_labels"])
 
 
 @pytest.mark.parametrize("argv", [
