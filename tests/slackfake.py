@@ -36,6 +36,7 @@ MESSAGE_METHODS = ("chat.postMessage", "chat.postEphemeral", "response_url")
 
 # Block Kit's documented limits; Slack answers invalid_blocks when one is broken.
 MAX_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100  # a Home tab or modal view
 MAX_SECTION_TEXT = 3000
 MAX_SECTION_FIELDS = 10
 MAX_FIELD_TEXT = 2000
@@ -57,16 +58,19 @@ def _text_problem(where: str, text: Any, limit: int, kinds: tuple[str, ...]) -> 
     return []
 
 
-def block_kit_problems(blocks: Any) -> list[str]:
+def block_kit_problems(blocks: Any, max_blocks: int = MAX_BLOCKS) -> list[str]:
     """What Slack would reject in ``blocks``, as readable lines; empty when Slack takes them."""
     if not isinstance(blocks, list):
         return ["blocks must be a list"]
-    problems = [f"{len(blocks)} blocks, at most {MAX_BLOCKS}"] if len(blocks) > MAX_BLOCKS else []
+    problems = [f"{len(blocks)} blocks, at most {max_blocks}"] if len(blocks) > max_blocks else []
     any_text = ("mrkdwn", "plain_text")
     for number, block in enumerate(blocks):
         where, kind = f"block {number}", block.get("type")
         if len(block.get("block_id", "")) > MAX_ID:
             problems.append(f"{where}: block_id longer than {MAX_ID}")
+        accessory = block.get("accessory")
+        if accessory is not None:
+            problems += _button_problems(where, accessory)
         if kind == "section":
             fields = block.get("fields")
             if "text" in block or not fields:
@@ -88,15 +92,32 @@ def block_kit_problems(blocks: Any) -> list[str]:
             if not 1 <= len(elements) <= MAX_ACTIONS_ELEMENTS:
                 problems.append(f"{where}: {len(elements)} action elements")
             for button in elements:
-                problems += _text_problem(where, button.get("text"), MAX_BUTTON_TEXT,
-                                          ("plain_text",))
-                if len(button.get("value", "")) > MAX_BUTTON_VALUE:
-                    problems.append(f"{where}: button value longer than {MAX_BUTTON_VALUE}")
-                if not 1 <= len(button.get("action_id", "")) <= MAX_ID:
-                    problems.append(f"{where}: action_id must be 1 to {MAX_ID} characters")
+                problems += _button_problems(where, button)
         elif kind != "divider":
             problems.append(f"{where}: unknown block type {kind!r}")
     return problems
+
+
+def _button_problems(where: str, button: Any) -> list[str]:
+    problems = _text_problem(where, button.get("text"), MAX_BUTTON_TEXT, ("plain_text",))
+    if len(button.get("value", "")) > MAX_BUTTON_VALUE:
+        problems.append(f"{where}: button value longer than {MAX_BUTTON_VALUE}")
+    if not 1 <= len(button.get("action_id", "")) <= MAX_ID:
+        problems.append(f"{where}: action_id must be 1 to {MAX_ID} characters")
+    return problems
+
+
+def view_problem(params: dict[str, Any]) -> dict[str, Any] | None:
+    """Slack's answer to a views.publish it would refuse (a Home view of valid blocks)."""
+    view = params.get("view")
+    if isinstance(view, str):
+        view = json.loads(view)
+    if not isinstance(view, dict) or view.get("type") != "home" or not params.get("user_id"):
+        return {"ok": False, "error": "invalid_arguments"}
+    if problems := block_kit_problems(view.get("blocks"), MAX_VIEW_BLOCKS):
+        return {"ok": False, "error": "invalid_arguments", "response_metadata": {
+            "messages": problems}}
+    return None
 
 
 def message_problem(params: dict[str, Any]) -> dict[str, Any] | None:
@@ -222,6 +243,8 @@ class FakeSlack:
             elif method in MESSAGE_METHODS and (refusal := message_problem(params)):
                 status = 400 if method == "response_url" else 200
                 answer, headers = refusal, {}
+            elif method == "views.publish" and (refusal := view_problem(params)):
+                status, answer, headers = 200, refusal, {}
             else:
                 status, answer, headers = 200, self._answer(method, params), {}
             if method == "auth.test" and answer.get("ok"):
@@ -248,6 +271,10 @@ class FakeSlack:
             return {"ok": True, "url": self.socket.url}
         if method == "response_url":
             return {"ok": True}
+        if method == "views.publish":
+            view = params["view"] if isinstance(params["view"], dict) else json.loads(
+                params["view"])
+            return {"ok": True, "view": {"id": f"V{next(self._ts):08d}", **view}}
         return {"ok": False, "error": "unknown_method"}
 
     @staticmethod

@@ -254,6 +254,8 @@ def test_slack_manifest_has_the_command_and_interactivity() -> None:
     manifest = yaml.safe_load((DEPLOY / "slack-app-manifest.yaml").read_text())
     assert manifest["features"]["slash_commands"][0]["command"] == "/gpuwhy"
     assert manifest["settings"]["interactivity"]["is_enabled"] is True
+    assert manifest["features"]["app_home"]["home_tab_enabled"] is True
+    assert "app_home_opened" in manifest["settings"]["event_subscriptions"]["bot_events"]
 
 
 def test_the_readme_overlay_renders(tmp_path: Path) -> None:

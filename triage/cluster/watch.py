@@ -361,10 +361,14 @@ class WatchCache:
             cached_nodes_of_fetched=self.pods.nodes_of(object_key(p) for p in found.pods))
 
     def cluster_snapshot(self, cluster: str = "") -> IndexedSnapshot:
-        """The Snapshot of the whole cluster as cached (the capacity view, ``where``): nodes,
-        the pods on them, the DRA objects; no request."""
+        """The Snapshot of the whole cluster as cached (the capacity view, ``where``, the App
+        Home): nodes, the pods on them, the DRA objects, and as ``pods`` the pods not running
+        yet (no node, or bound and Pending), as a cold read lists them; no request."""
         self._check_ready()
-        return self._view(cluster)
+        waiting = [pod for pod in self.pods.all() if not pod.get("spec", {}).get("nodeName")
+                   or pod.get("status", {}).get("phase") == "Pending"]
+        return self._view(cluster, pods=waiting,
+                          cached_nodes_of_fetched=self.pods.nodes_of(map(object_key, waiting)))
 
     def _view(self, cluster: str, **fetched: Any) -> IndexedSnapshot:
         by_node, requested = self.pods.by_node_view()

@@ -197,6 +197,12 @@ class BotState:
         return visible_verdict(verdict, lambda namespace: self.config.namespace_allowed(
             channel, namespace))
 
+    def home_visible(self, namespace: str) -> bool:
+        """The App Home is no channel: it names a namespace only where every configured
+        channel may (no channels configured: every namespace), and counts the rest."""
+        return all(self.config.namespace_allowed(channel, namespace)
+                   for channel in self.config.channels)
+
     def stats_scope(self, channel: str, cluster: str | None = None) -> Scope:
         """Stats in a channel count only the clusters and namespaces it may describe; with
         ``cluster``, only that cluster's."""
