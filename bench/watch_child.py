@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,44 @@ def rss_bytes() -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
     return 0
+
+
+def _best(action: Callable[[], object], runs: int = 3) -> float:
+    timings = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        timings.append(time.perf_counter() - started)
+    return min(timings)
+
+
+def measure_views(source: Any) -> dict[str, float]:
+    """The App Home, the capacity view and a `where` from the cache (best of 3 each), and
+    their floor: one bare pass over the cached pods reading each one's node and namespace."""
+    from datetime import UTC, datetime
+
+    from bot.config import BotConfig
+    from bot.slack.listeners.home import build_home
+    from bot.slack.listeners.state import BotState
+    from triage.classify.capacity import capacity_view
+    from triage.classify.where import WhereAsk, where
+    from triage.config import DEFAULT_CONFIG
+
+    def bare_pass() -> int:
+        return sum(1 for pod in source.cache.all_pods()
+                   if pod["metadata"].get("namespace") and pod["spec"].get("nodeName"))
+
+    state = BotState(config=BotConfig(database_url="sqlite://"), source=source)
+    now = datetime.now(UTC)
+    figures = {
+        "views_floor": _best(bare_pass),
+        "home": _best(lambda: build_home(state, now)),
+        "capacity": _best(lambda: capacity_view(source.cluster_snapshot(), DEFAULT_CONFIG)),
+        "where": _best(lambda: where(source.cluster_snapshot(),
+                                     WhereAsk(8, "nvidia.com/gpu"), DEFAULT_CONFIG)),
+    }
+    state.close()
+    return figures
 
 
 def main() -> int:
@@ -54,9 +93,10 @@ def main() -> int:
         triage(source.cache.snapshot_for(ref), ref)
         counts.append(sent - before)
     rss_after = rss_bytes()
+    views = measure_views(source)
     source.stop()
 
-    print(json.dumps({"rss_after": rss_after, "requests": counts}))
+    print(json.dumps({"rss_after": rss_after, "requests": counts, **views}))
     return 0
 
 

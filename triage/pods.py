@@ -140,13 +140,27 @@ def resource_claims(spec: Mapping[str, Any]) -> list[str]:
     return names
 
 
+def names_resource(spec: Mapping[str, Any], resource: str) -> bool:
+    """Does any container's limits or requests, or the pod's overhead, name the resource? A
+    look at keys: most pods on a GPU node ask for none, and need no quantity parsed."""
+    if resource in (spec.get("overhead") or ()):
+        return True
+    for container in all_containers(spec):
+        asked = container.get("resources")
+        if asked and (resource in (asked.get("limits") or ())
+                      or resource in (asked.get("requests") or ())):
+            return True
+    return False
+
+
 def holders(pods: Iterable[K8sObject], resource: str) -> list[tuple[K8sObject, int]]:
     """Non-terminated pods holding the resource, with how much each holds."""
     held = []
     for pod in pods:
-        if is_terminated(pod):
+        spec = pod.get("spec", {})
+        if is_terminated(pod) or not names_resource(spec, resource):
             continue
-        amount = int(effective_request(pod.get("spec", {}), resource))
+        amount = int(effective_request(spec, resource))
         if amount:
             held.append((pod, amount))
     return held

@@ -30,7 +30,7 @@ class StuckRow:
     label: str  # "Deployment research/train" or "research/full"
     pods: int
     waiting: float  # seconds since its oldest stuck pod was created
-    cause: str | None  # None: not triaged here (past the first ones, or the triage failed)
+    cause: str
 
 
 def _header(text: str) -> dict[str, Any]:
@@ -56,18 +56,14 @@ def _triage_button(cluster: str, ref: str) -> dict[str, Any]:
 
 def stuck_blocks(rows: Sequence[StuckRow], more: int, hidden: int,
                  cluster: str) -> list[dict[str, Any]]:
-    """The newest stuck workloads grouped by their word (a failed triage last), then how many
-    more there are and how many in namespaces the Home may not name."""
+    """The newest stuck workloads grouped by their word, then how many more there are and how
+    many in namespaces the Home may not name."""
     if not rows and not more and not hidden:
         return [_section("No GPU pod is stuck right now.")]
     blocks = []
-    words = list(dict.fromkeys(row.cause for row in rows if row.cause is not None))
-    for word in [*words, None]:
+    for word in dict.fromkeys(row.cause for row in rows):
         members = [row for row in rows if row.cause == word]
-        if not members:
-            continue
-        title = f"{cause_emoji(word)} *{word}*" if word else "*no answer now*"
-        blocks.append(_section(f"{title} ({len(members)})"))
+        blocks.append(_section(f"{cause_emoji(word)} *{word}* ({len(members)})"))
         for row in members:
             pods = f"{row.pods} pods" if row.pods != 1 else "1 pod"
             blocks.append(_section(

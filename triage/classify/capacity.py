@@ -221,8 +221,10 @@ def _add_device_plugin(snapshot: Snapshot, config: TriageConfig, node: NodeInfo,
                        if amount > 0 and config.is_gpu_resource(r))
     for resource in resources:
         capacity, allocatable = node.capacity[resource], node.allocatable.get(resource, 0)
-        held = [(pod_name(pod), amount) for pod, amount in snapshot.holders_on(node.name,
-                                                                                resource)]
+        # the node's summed requests say whether any pod holds some: most nodes' pods are
+        # not walked then (kept current per event by the watch cache)
+        held = [(pod_name(pod), amount) for pod, amount in snapshot.holders_on(
+            node.name, resource)] if snapshot.requested_on(node.name).get(resource) else []
         taken = sum(amount for _, amount in held)
         group = tally(DEVICE_PLUGIN, resource, pool, _product(node))
         group.add_node(node, capacity, allocatable, taken, max(0, allocatable - taken),

@@ -1,6 +1,7 @@
 """The App Home tab: published when a user opens it (bolt's ``app_home_opened``), at most once
-a minute per user, from the default cluster's source (the watch cache under ``gpuwhy serve``:
-no API request but the few triages of the newest stuck workloads), and its Triage buttons."""
+a minute per user, from the default cluster's whole-cluster snapshot (the watch cache under
+``gpuwhy serve``: no API request), and its Triage buttons (a full triage, events included,
+answered in the app's DM)."""
 
 from __future__ import annotations
 
@@ -18,14 +19,15 @@ from bot.answer.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_t
 from bot.answer.byline import byline
 from bot.answer.home import HOME_TRIAGE_ACTION, MAX_STUCK_ROWS, StuckRow, home_view
 from bot.answer.visibility import visible_verdict
-from bot.clusters.sources import TriageSource
 from bot.digest import DigestError, Scope, digest_text, load_digest, load_timezone, week_start
 from bot.slack.listeners.replies import post_message
 from bot.slack.listeners.state import BotState
 from bot.store import StoreError
+from triage.classify import triage
 from triage.classify.capacity import CapacityView, capacity_view
 from triage.errors import ClusterError
-from triage.refs import RefError, parse_ref
+from triage.refs import PodRef, RefError, parse_ref
+from triage.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -52,22 +54,17 @@ class HomeRefreshes:
             return True
 
 
-def _cause(source: TriageSource, group: StuckGroup) -> str | None:
-    try:
-        return source.triage(group.workload.ref).cause
-    except ClusterError as exc:
-        log.info("App Home: no word for %s: %s", group.workload, one_line(exc))
-        return None
-
-
-def stuck_rows(state: BotState, source: TriageSource, groups: list[StuckGroup],
+def stuck_rows(state: BotState, snapshot: Snapshot, groups: list[StuckGroup],
                now: datetime) -> tuple[list[StuckRow], int, int]:
-    """The newest stuck workloads the Home may name, each triaged; how many more it may name;
-    how many it may not."""
+    """The newest stuck workloads the Home may name, each with the word its first stuck pod
+    gets from the objects the cluster snapshot holds (no API request; events aside, which
+    the Triage button reads); how many more it may name; how many it may not."""
     shown = sorted((g for g in groups if state.home_visible(g.workload.namespace)),
                    key=lambda g: (g.since, g.workload.key), reverse=True)
     rows = [StuckRow(str(g.workload.ref), str(g.workload), len(g.pods),
-                     (now - g.since).total_seconds(), _cause(source, g))
+                     (now - g.since).total_seconds(),
+                     triage(snapshot, PodRef(g.pods[0].namespace, g.pods[0].name),
+                            state.config.triage).cause)
             for g in shown[:MAX_STUCK_ROWS]]
     return rows, len(shown) - len(rows), len(groups) - len(shown)
 
@@ -99,7 +96,7 @@ def build_home(state: BotState, now: datetime) -> dict[str, Any]:
         capacity = capacity_view(snapshot, state.config.triage)
         groups = stuck_groups(snapshot.pods, now, state.config.alerts.pending_after,
                               state.config.triage)
-        rows, more, hidden = stuck_rows(state, source, groups, now)
+        rows, more, hidden = stuck_rows(state, snapshot, groups, now)
     return home_view(cluster=cluster, capacity=capacity, capacity_error=error, stuck=rows,
                      stuck_more=more, stuck_hidden=hidden, digest=_digest_so_far(state, now),
                      visible=state.home_visible, now=now)
