@@ -33,6 +33,7 @@ BOT_ID = "BBOT"
 TEAM = "T0GPU"
 APP_ID = "A0GPU"
 MESSAGE_METHODS = ("chat.postMessage", "chat.postEphemeral", "response_url")
+UPLOAD_PATH = "/upload/v1/"  # files.getUploadURLExternal's URLs (files.slack.com/upload/v1/...)
 
 # Block Kit's documented limits; Slack answers invalid_blocks when one is broken.
 MAX_BLOCKS = 50
@@ -158,6 +159,7 @@ class FakeSlack:
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
+        self.uploads: dict[str, bytes] = {}  # file id -> the bytes sent to its upload URL
         self.socket: FakeSocketMode | None = None
         self._changed = threading.Condition()
         self._ts = itertools.count(1)
@@ -225,7 +227,11 @@ class FakeSlack:
 
     def _handle(self, request: BaseHTTPRequestHandler) -> None:
         length = int(request.headers.get("Content-Length") or 0)
-        raw = request.rfile.read(length).decode("utf-8")
+        data = request.rfile.read(length)
+        if request.path.startswith(UPLOAD_PATH):
+            self._upload(request, data)
+            return
+        raw = data.decode("utf-8")
         if "json" in (request.headers.get("Content-Type") or ""):
             params: dict[str, Any] = json.loads(raw or "{}")
         else:
@@ -254,6 +260,23 @@ class FakeSlack:
             self._changed.notify_all()
         self._reply(request, status, answer, headers)
 
+    def _upload(self, request: BaseHTTPRequestHandler, data: bytes) -> None:
+        """The upload URL files.getUploadURLExternal hands out: the file's bytes, raw."""
+        file_id = request.path.removeprefix(UPLOAD_PATH)
+        failing = "upload" in self._errors
+        with self._changed:
+            self.uploads[file_id] = data
+            self.calls.append(Call("upload", {"file_id": file_id, "length": len(data)},
+                                   request.path, dict(request.headers.items()),
+                                   {"ok": not failing}))
+            self._changed.notify_all()
+        body = b"upload refused" if failing else f"OK - {len(data)}".encode()
+        request.send_response(500 if failing else 200)
+        request.send_header("Content-Type", "text/plain; charset=utf-8")
+        request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method == "auth.test":
             return {"ok": True, "url": "https://gpuwhy-test.example/", "team": "gpuwhy test",
@@ -271,6 +294,18 @@ class FakeSlack:
             return {"ok": True, "url": self.socket.url}
         if method == "response_url":
             return {"ok": True}
+        if method == "files.getUploadURLExternal":
+            file_id = f"F{next(self._ts):08d}"
+            return {"ok": True, "file_id": file_id,
+                    "upload_url": f"http://127.0.0.1:{self.port}{UPLOAD_PATH}{file_id}"}
+        if method == "files.completeUploadExternal":
+            files = params.get("files")
+            listed = json.loads(files) if isinstance(files, str) else files or []
+            missing = [f["id"] for f in listed if f.get("id") not in self.uploads]
+            if missing or not listed:
+                return {"ok": False, "error": "file_not_found"}
+            return {"ok": True, "files": [{"id": f["id"], "title": f.get("title"),
+                                           "size": len(self.uploads[f["id"]])} for f in listed]}
         if method == "views.publish":
             view = params["view"] if isinstance(params["view"], dict) else json.loads(
                 params["view"])

@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from bot.cli.commands import command_help
@@ -24,6 +25,7 @@ from bot.digest import (
     PostError,
     Scope,
     add_weeks,
+    digest_client,
     digest_text,
     last_full_week,
     load_digest,
@@ -33,6 +35,7 @@ from bot.digest import (
     slack_post,
     stats_text,
 )
+from bot.digest.chart import EXTRA_MISSING, charts_installed, digest_chart, slack_chart
 from bot.store import Store, StoreError, StoreURLError, database_url
 
 EXIT_OK, EXIT_BEHIND, EXIT_USAGE, EXIT_FAILED = 0, 1, 2, 4
@@ -46,6 +49,9 @@ def register(subparsers: Any) -> None:
         description="Digest of the last full week(s), Monday 00:00 in the configured timezone.")
     digest.add_argument("--weeks", default="1", metavar="N",
                         help="cover the last N full weeks (default 1), against the N before")
+    digest.add_argument("--chart", metavar="PNG",
+                        help="also write the cause counts of the last 8 weeks as a PNG chart "
+                             "(needs the extra: pip install 'gpuwhy[charts]')")
     digest.add_argument("--post", metavar="CHANNEL", nargs="?", const=CONFIGURED_CHANNEL,
                         help="post to this Slack channel (SLACK_BOT_TOKEN), once per week; "
                              "without CHANNEL, to the config's digest.channel")
@@ -185,18 +191,28 @@ def run_digest(args: argparse.Namespace) -> int:
         if args.post == CONFIGURED_CHANNEL and not channel:
             raise DigestError("--post without a channel posts to the config's digest.channel "
                               "(or GPUWHY_DIGEST_CHANNEL), which is not set")
-        post = slack_post() if channel else None
+        client = digest_client() if channel else None
+        if args.chart and not charts_installed():
+            raise DigestError(EXTRA_MISSING)
     except (DigestError, ConfigError) as exc:
         return _fail("digest", exc, EXIT_USAGE)
 
     def send(store: Store) -> int:
         start = add_weeks(last_full_week(datetime.now(UTC), tz), 1 - weeks)
-        digest = load_digest(store, start, tz, weeks, scope_of(args))
-        if post is None or channel is None:
+        scope = scope_of(args)
+        digest = load_digest(store, start, tz, weeks, scope)
+        if args.chart:
+            try:
+                Path(args.chart).write_bytes(digest_chart(store, digest, scope))
+            except OSError as exc:
+                return _fail("digest", f"cannot write {args.chart}: {exc.strerror or exc}",
+                             EXIT_USAGE)
+        if client is None or channel is None:
             print(digest_text(digest))
             return EXIT_OK
         try:
-            posted = post_once(store, digest, channel, post)
+            posted = post_once(store, digest, channel, slack_post(client),
+                               slack_chart(store, client, scope))
         except PostError as exc:
             return _fail("digest", exc, EXIT_FAILED)
         if posted:

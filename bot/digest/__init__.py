@@ -19,7 +19,14 @@ from bot.digest.digest import (
     stats_blocks,
     stats_text,
 )
-from bot.digest.post import DigestScheduler, PostError, post_once, slack_post
+from bot.digest.post import (
+    Attach,
+    DigestScheduler,
+    PostError,
+    digest_client,
+    post_once,
+    slack_post,
+)
 from bot.digest.weeks import (
     DEFAULT_STATS_WEEKS,
     MAX_WEEKS,
@@ -36,6 +43,7 @@ __all__ = [
     "DEFAULT_STATS_WEEKS",
     "EVERYTHING",
     "MAX_WEEKS",
+    "Attach",
     "Blocks",
     "BrokenNode",
     "Digest",
@@ -47,6 +55,7 @@ __all__ = [
     "compute_digest",
     "compute_stats",
     "digest_blocks",
+    "digest_client",
     "digest_text",
     "implicated_nodes",
     "last_full_week",

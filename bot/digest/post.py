@@ -29,21 +29,25 @@ from bot.web.metrics import DIGEST_POSTS
 log = logging.getLogger(__name__)
 
 Post = Callable[[str, str, Blocks], None]  # (channel, fallback text, Block Kit blocks)
+Attach = Callable[[str, Digest], None]  # (channel, the digest just posted there)
 
 
 class PostError(Exception):
     """Slack did not take the digest; str() is one line."""
 
 
-def slack_post(environ: Mapping[str, str] | None = None) -> Post:
-    """chat.postMessage with SLACK_BOT_TOKEN (and SLACK_API_URL, if set); raises PostError
-    (its one line is the only trace: the client itself logs nothing)."""
-
+def digest_client(environ: Mapping[str, str] | None = None) -> WebClient:
+    """A quiet Web API client with SLACK_BOT_TOKEN (and SLACK_API_URL, if set): its failures'
+    one line is the only trace, the client itself logs nothing; DigestError without a token."""
     env = os.environ if environ is None else environ
     token = env.get("SLACK_BOT_TOKEN")
     if not token:
         raise DigestError("SLACK_BOT_TOKEN is not set; it is needed to post")
-    client = quiet_client(token, env.get("SLACK_API_URL") or WebClient.BASE_URL)
+    return quiet_client(token, env.get("SLACK_API_URL") or WebClient.BASE_URL)
+
+
+def slack_post(client: WebClient) -> Post:
+    """chat.postMessage through ``client``; raises PostError."""
 
     def post(channel: str, text: str, blocks: Blocks) -> None:
         try:
@@ -55,11 +59,14 @@ def slack_post(environ: Mapping[str, str] | None = None) -> Post:
     return post
 
 
-def post_once(store: Store, digest: Digest, channel: str, post: Post) -> bool:
+def post_once(store: Store, digest: Digest, channel: str, post: Post,
+              attach: Attach | None = None) -> bool:
     """Post ``digest`` to ``channel`` unless someone already has, or it has no answers (a
     fresh store's first week, a quiet week: "No answers" is nothing to read); False then.
 
-    The claim comes first, so racing replicas post once; a failed post gives it back.
+    The claim comes first, so racing replicas post once; a failed post gives it back. Then
+    ``attach`` (the chart) follows it; when that fails the digest is out all the same: the
+    failure is logged and counted (gpuwhy_digest_posts_total{result="chart-failed"}).
     """
     if digest.total == 0:
         DIGEST_POSTS.labels("empty").inc()
@@ -74,6 +81,13 @@ def post_once(store: Store, digest: Digest, channel: str, post: Post) -> bool:
         store.release_digest(digest.key, channel)
         raise
     DIGEST_POSTS.labels("posted").inc()
+    if attach is not None:
+        try:
+            attach(channel, digest)
+        except Exception as exc:  # the text is posted: a chart must not take it back
+            DIGEST_POSTS.labels("chart-failed").inc()
+            log.warning("weekly digest %s in %s: posted without its chart: %s", digest.key,
+                        channel, one_line(exc))
     return True
 
 
@@ -83,13 +97,15 @@ class DigestScheduler:
     Run it from a thread: ``run_forever(stop_event)``; or call ``run_pending(now)`` on a timer.
     """
 
-    def __init__(self, store: Store, post: Post, schedule: DigestSchedule) -> None:
+    def __init__(self, store: Store, post: Post, schedule: DigestSchedule,
+                 attach: Attach | None = None) -> None:
         if not 0 <= schedule.weekday <= 6:
             raise DigestError(f"digest weekday must be 0 (Monday) to 6, not {schedule.weekday}")
         if not 0 <= schedule.hour <= 23:
             raise DigestError(f"digest hour must be 0 to 23, not {schedule.hour}")
         self.store = store
         self.post = post
+        self.attach = attach
         self.schedule = schedule
         self.tz = load_timezone(schedule.timezone)
         self._done: str | None = None  # week key already posted (by us or another replica)
@@ -107,7 +123,7 @@ class DigestScheduler:
         if now < due or self._done == key:
             return False
         posted = post_once(self.store, load_digest(self.store, start, self.tz), channel,
-                           self.post)
+                           self.post, self.attach)
         self._done = key
         return posted
 

@@ -25,6 +25,7 @@ from bot.clusters.fleet import Fleet, UnavailableSource
 from bot.clusters.sources import TriageSource, WatchSource
 from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
+from bot.digest.chart import slack_chart
 from bot.slack.listeners.replies import post_message
 from bot.slack.listeners.state import ONCE
 from bot.store import Store, StoreError
@@ -276,6 +277,6 @@ def digest_thread(store: Store, client: WebClient, schedule: DigestSchedule,
     def post(channel: str, text: str, blocks: Blocks) -> None:
         post_message(client, "the weekly digest", channel=channel, text=text, blocks=blocks)
 
-    scheduler = DigestScheduler(store, post, schedule)
+    scheduler = DigestScheduler(store, post, schedule, slack_chart(store, client))
     return threading.Thread(target=scheduler.run_forever, args=(stop,), name="gpuwhy-digest",
                             daemon=True)
