@@ -8,7 +8,6 @@ import importlib.util
 import io
 import json
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,25 +23,14 @@ from bot.digest.chart import chart_stats, digest_chart
 from bot.store import Store
 from bot.web.metrics import DIGEST_POSTS
 from tests.slackfake import FakeSlack
-from tests.test_digest_cli import db, last_week_key  # noqa: F401  (the db fixture)
+from tests.test_digest_cli import (  # noqa: F401  (fixtures: used by name)
+    clean_environment,
+    db,
+    last_week_key,
+    slack,
+)
 
 UTC_ZONE = ZoneInfo("UTC")
-
-
-@pytest.fixture(autouse=True)
-def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GPUWHY_DATABASE_URL", "GPUWHY_CONFIG", "SLACK_BOT_TOKEN", "SLACK_API_URL",
-                 "XDG_DATA_HOME", "GPUWHY_DIGEST_CHANNEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def slack(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSlack]:
-    fake = FakeSlack()
-    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
-    monkeypatch.setenv("SLACK_API_URL", fake.api_url)
-    yield fake
-    fake.close()
 
 
 @pytest.fixture

@@ -229,12 +229,11 @@ def read_cluster(api_client: ApiClient, page_size: int = DEFAULT_PAGE_SIZE,
     with bulk_parse(freeze=False), ThreadPoolExecutor(2, "gpuwhy-list") as lists:
         listing_nodes = lists.submit(reader.list_all, NODES, page_size=page_size,
                                      keep=slim_nodes())
-        listing_pods = lists.submit(reader.list_all, PODS, field_selector=NON_TERMINATED,
-                                    page_size=page_size, keep=slim_pods())
+        listing_pods = lists.submit(_all_pods, reader, page_size)
         dra = [*served(reader, DEVICE_CLASSES, page_size=page_size),
                *served(reader, RESOURCE_CLAIMS, page_size=page_size),
                *served(reader, RESOURCE_SLICES, page_size=page_size)]
-        nodes, pods = listing_nodes.result()[0], listing_pods.result()[0]
+        nodes, pods = listing_nodes.result()[0], listing_pods.result()
     return Snapshot(nodes=nodes, pods=pods, dra=dra, cluster=cluster or reader.server,
                     read_at=rfc3339(datetime.now(UTC)))
 
