@@ -14,7 +14,7 @@ import pytest
 
 from bot.cli.main import main
 from bot.clusters.sources import LiveSource
-from tests.cluster.conftest import watch_source
+from tests.cluster.conftest import eventually, watch_source
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI
 from triage.classify import triage
@@ -333,3 +333,33 @@ def test_where_default_resource_is_the_clusters_own(capsys: pytest.CaptureFixtur
     assert main(["where", "2", "--snapshot", DRA]) == 0
     assert capsys.readouterr().out.startswith(
         "✅ fits — 2 × gpu.nvidia.com on one node: free now on dra-a100-2, dra-l4-1\n")
+
+
+def test_the_watch_cache_keeps_the_holdings_current(tmp_path: Path) -> None:
+    def a10(source: Any) -> tuple[int, int, list[tuple[str, int, int]]]:
+        group = next(g for g in capacity_view(source.cluster_snapshot(), DEFAULT_CONFIG).groups
+                     if g.pool == "a10-full")
+        return group.held, group.free, [(h.namespace, h.gpus, h.pods) for h in group.holders]
+
+    with FakeKubeAPI(SCENARIOS / "seven-states") as server:
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(5)
+            # ml/train-a and team-b/train-b hold 1 each of gpu-a10-full's 2
+            assert a10(source) == (2, 0, [("ml", 1, 1), ("team-b", 1, 1)])
+            server.delete("Pod", "ml", "train-a")
+            eventually(lambda: a10(source) == (1, 1, [("team-b", 1, 1)]))
+            finished = copy.deepcopy(server.get_object("Pod", "team-b", "train-b"))
+            finished["status"]["phase"] = "Succeeded"
+            server.apply(finished)  # leaves the field selector: DELETED
+            eventually(lambda: a10(source) == (0, 2, []))
+            newcomer = copy.deepcopy(finished)
+            newcomer["metadata"].update(name="train-c", uid="c0ffee")
+            newcomer["status"]["phase"] = "Running"
+            server.apply(newcomer)
+            eventually(lambda: a10(source) == (1, 1, [("team-b", 1, 1)]))
+            # a pending pod is among the snapshot's pods, as a cold read lists it
+            assert "research/full" in {f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+                                       for p in source.cluster_snapshot().pods}
+        finally:
+            source.stop()

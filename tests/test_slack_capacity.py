@@ -14,13 +14,13 @@ from bench.generate import generate
 from bot.answer.capacity import MAX_GROUP_BLOCKS, capacity_blocks
 from bot.clusters.sources import SnapshotSource
 from bot.config import BotConfig
+from scoring.verdict import Verdict
 from tests.slackfake import FakeSlack, block_kit_problems, live_mrkdwn
 from tests.test_slack_app import SEVEN_STATES, ack_text, ask, make_app
 from triage.classify.capacity import CapacityGroup, CapacityView, NamespaceHolding
 from triage.errors import ClusterError
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
-from triage.verdict import Verdict
 
 CHANNEL = "C0SUPPORT"
 

@@ -17,7 +17,7 @@ import msgspec
 from scoring.objects import K8sObject, is_terminated, object_key
 from triage.nodetable import NodeInfo, node_info, node_table
 from triage.pages import slim_nodes, slim_pods
-from triage.pods import merge_pods, sum_requests
+from triage.pods import Holdings, add_holding, extended_share, merge_pods, sum_requests
 from triage.slim import slim_node, slim_pod
 from triage.snapshot import Snapshot
 
@@ -123,6 +123,8 @@ class PodStore:
         self._pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
         self._by_node: dict[str, tuple[K8sObject, ...]] = {}
         self._requested: dict[str, Amounts] = {}
+        self._holdings: dict[str, Holdings] = {}  # by node: see Snapshot.holdings_on
+        self._waiting: dict[tuple[str, str], K8sObject] = {}  # no node, or bound and Pending
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
         self._shares: dict[bytes, Amounts] = {}  # by the spec less its node: see _share
@@ -136,27 +138,36 @@ class PodStore:
         pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
         on_node: dict[str, list[K8sObject]] = {}
         requested: dict[str, Amounts] = {}
+        holdings: dict[str, Holdings] = {}
+        waiting: dict[tuple[str, str], K8sObject] = {}
         by_namespace: dict[str, dict[str, K8sObject]] = {}
         for pod in items:
             namespace, name = key = object_key(pod)
             names = by_namespace.setdefault(namespace, {})
             if is_terminated(pod):
                 names.pop(name, None)
+                waiting.pop(key, None)
                 continue
             share = self._share(pod)
             pods[key] = (pod, share)
             names[name] = pod
+            if _waiting(pod):
+                waiting[key] = pod
             if node_name := pod.get("spec", {}).get("nodeName"):
                 on_node.setdefault(node_name, []).append(pod)
                 total = requested.setdefault(node_name, {})
                 for resource, amount in share.items():
                     total[resource] = total.get(resource, Decimal(0)) + amount
+                if extended := extended_share(share):
+                    holdings[node_name] = add_holding(holdings.get(node_name, {}), namespace,
+                                                      extended)
         by_node = {node: tuple(sorted(listed, key=object_key)) for node, listed in on_node.items()}
         for total in requested.values():
             for resource in [r for r, amount in total.items() if not amount and r != "pods"]:
                 del total[resource]
         with self._lock:
             self._pods, self._by_node, self._requested = pods, by_node, requested
+            self._holdings, self._waiting = holdings, waiting
             self._by_namespace, self._unordered = by_namespace, set(by_namespace)
 
     def upsert(self, pod: K8sObject) -> None:
@@ -194,15 +205,21 @@ class PodStore:
         if name not in names:
             self._unordered.add(namespace)
         names[name] = small  # a known name keeps its place
+        if _waiting(small):
+            self._waiting[key] = small
         if node_name := small.get("spec", {}).get("nodeName"):
             on_node = self._by_node.get(node_name, ())
             at = bisect.bisect_left(on_node, key, key=object_key)
             self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
             self._requested[node_name] = add_amounts(self._requested.get(node_name, {}), share, 1)
+            if extended := extended_share(share):
+                self._holdings[node_name] = add_holding(self._holdings.get(node_name, {}),
+                                                        namespace, extended)
 
     def _discard(self, key: tuple[str, str]) -> None:
         """Take the pod out of the node index and sums (the namespace index keeps its slot)."""
         entry = self._pods.pop(key, None)
+        self._waiting.pop(key, None)
         if entry is None:
             return
         old, share = entry
@@ -213,13 +230,23 @@ class PodStore:
         if rest:
             self._by_node[node_name] = rest
             self._requested[node_name] = add_amounts(self._requested[node_name], share, -1)
+            if extended := extended_share(share):
+                self._holdings[node_name] = add_holding(self._holdings.get(node_name, {}),
+                                                        key[0], extended, -1)
         else:
             self._by_node.pop(node_name, None)
             self._requested.pop(node_name, None)
+            self._holdings.pop(node_name, None)
 
-    def by_node_view(self) -> tuple[dict[str, tuple[K8sObject, ...]], dict[str, Amounts]]:
+    def by_node_view(self) -> tuple[dict[str, tuple[K8sObject, ...]], dict[str, Amounts],
+                                    dict[str, Holdings]]:
         with self._lock:
-            return dict(self._by_node), dict(self._requested)
+            return dict(self._by_node), dict(self._requested), dict(self._holdings)
+
+    def waiting(self) -> list[K8sObject]:
+        """The pods not running yet (no node, or bound and Pending), in list order."""
+        with self._lock:
+            return [self._waiting[key] for key in sorted(self._waiting)]
 
     def nodes_of(self, keys: Iterable[tuple[str, str]]) -> frozenset[str]:
         """The nodes the cached copies of these pods are bound to."""
@@ -243,6 +270,11 @@ class PodStore:
 
     def __len__(self) -> int:
         return len(self._pods)
+
+
+def _waiting(pod: K8sObject) -> bool:
+    return not pod.get("spec", {}).get("nodeName") or pod.get("status", {}).get(
+        "phase") == "Pending"
 
 
 def add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],
@@ -273,6 +305,7 @@ class IndexedSnapshot(Snapshot):
     node_rows: tuple[NodeInfo, ...] = ()  # the cache's node table, kept current per event
     pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
     requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
+    holdings_by_node: Mapping[str, Holdings] = field(default_factory=dict)
     namespace_pods: tuple[K8sObject, ...] = ()
     cached_nodes_of_fetched: frozenset[str] = frozenset()
 
@@ -299,6 +332,11 @@ class IndexedSnapshot(Snapshot):
         if node_name in self.fetched_nodes:
             return super().requested_on(node_name)
         return self.requested_by_node.get(node_name) or {"pods": Decimal(0)}
+
+    def holdings_on(self, node_name: str) -> Holdings:
+        if node_name in self.fetched_nodes:
+            return super().holdings_on(node_name)
+        return self.holdings_by_node.get(node_name, {})
 
     def pods_in(self, namespace: str) -> list[K8sObject]:
         cached = [p for p in self.namespace_pods if object_key(p)[0] == namespace]

@@ -222,3 +222,44 @@ def merge_pods(listed: Iterable[K8sObject], fetched: Iterable[K8sObject]) -> lis
     merged = [replacing.pop(object_key(p), p) if p["metadata"].get("name") in names else p
               for p in listed]
     return merged + list(replacing.values())
+
+
+# namespace -> extended resource -> (summed request, pods asking for some)
+Holdings = Mapping[str, Mapping[str, tuple[int, int]]]
+
+
+def extended_share(requests: Mapping[str, Decimal]) -> dict[str, int]:
+    """A pod's whole-unit requests of extended resources (domain-prefixed names: the GPUs,
+    nvidia.com/gpu, gpu.intel.com/i915), from its summed requests."""
+    return {resource: int(amount) for resource, amount in requests.items()
+            if "/" in resource and amount >= 1}
+
+
+def add_holding(holdings: Holdings, namespace: str, share: Mapping[str, int],
+                sign: int = 1) -> dict[str, Mapping[str, tuple[int, int]]]:
+    """A new Holdings with one pod's share added (sign -1: taken away); the old one and its
+    namespaces' maps stay as they were (a view may hold them)."""
+    updated = dict(holdings)
+    entry = dict(updated.get(namespace, {}))
+    for resource, amount in share.items():
+        held, pods = entry.get(resource, (0, 0))
+        held, pods = held + sign * amount, pods + sign
+        if pods > 0:
+            entry[resource] = (held, pods)
+        else:
+            entry.pop(resource, None)
+    if entry:
+        updated[namespace] = entry
+    else:
+        updated.pop(namespace, None)
+    return updated
+
+
+def namespace_holdings(pods: Iterable[K8sObject]) -> Holdings:
+    """What the pods hold of extended resources, per namespace (terminated pods: nothing)."""
+    holdings: Holdings = {}
+    for pod in pods:
+        share = extended_share(effective_requests(pod.get("spec", {})))
+        if share and not is_terminated(pod):
+            holdings = add_holding(holdings, object_key(pod)[0], share)
+    return holdings

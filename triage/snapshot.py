@@ -21,7 +21,7 @@ from scoring.hami import HamiNodeFit, HamiRequest, Registration, Usage, device_u
 from scoring.objects import K8sObject, is_terminated, object_key
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
 from triage.nodetable import NodeInfo, node_table
-from triage.pods import holders, sum_requests
+from triage.pods import Holdings, holders, namespace_holdings, sum_requests
 from triage.queues import QueueIndex
 
 # file name -> Snapshot attribute; the dump format of `gpuwhy snapshot` and of the scenarios
@@ -157,6 +157,10 @@ class Snapshot:
     @cached_property
     def _hami_fits(self) -> dict[tuple[str, HamiRequest], HamiNodeFit]:
         return {}  # filled lazily by ``hami_fit``
+
+    @cached_property
+    def _holdings_by_node(self) -> dict[str, Holdings]:
+        return {}  # filled lazily by ``holdings_on``
 
     @cached_property
     def _holders_by_node(self) -> dict[tuple[str, str], list[tuple[K8sObject, int]]]:
@@ -321,6 +325,16 @@ class Snapshot:
         if cached is None:
             cached = holders(self.pods_on(node_name), resource)
             self._holders_by_node[key] = cached
+        return cached
+
+    def holdings_on(self, node_name: str) -> Holdings:
+        """What each namespace's non-terminated pods on the node hold of extended resources:
+        (summed request, pods), worked out once per node (the capacity view asks it of
+        every node)."""
+        cached = self._holdings_by_node.get(node_name)
+        if cached is None:
+            cached = self._holdings_by_node[node_name] = namespace_holdings(
+                self.pods_on(node_name))
         return cached
 
     def events_for(self, kind: str, namespace: str, name: str) -> list[K8sObject]:

@@ -16,7 +16,7 @@ taints say who may have them.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from scoring.dra import Inventory, SliceDevice
@@ -24,7 +24,6 @@ from scoring.nodes import not_ready, taint_text
 from scoring.quantity import quantity_int
 from triage.config import TriageConfig
 from triage.nodetable import NodeInfo
-from triage.pods import pod_name
 from triage.snapshot import Snapshot
 
 DEVICE_PLUGIN, HAMI, DRA = "device-plugin", "hami", "dra"
@@ -160,6 +159,13 @@ class _Tally:
             entry[0] += gpus
             entry[1] += 1
 
+    def add_namespaces(self, held: Mapping[str, tuple[int, int]]) -> None:
+        """namespace -> (GPUs, pods holding some) on one node."""
+        for namespace, (gpus, pods) in held.items():
+            entry = self.by_namespace[namespace]
+            entry[0] += gpus
+            entry[1] += pods
+
     def done(self) -> CapacityGroup:
         group = self.group
         ranked = sorted(self.by_namespace.items(), key=lambda item: (-item[1][0], item[0]))
@@ -221,15 +227,14 @@ def _add_device_plugin(snapshot: Snapshot, config: TriageConfig, node: NodeInfo,
                        if amount > 0 and config.is_gpu_resource(r))
     for resource in resources:
         capacity, allocatable = node.capacity[resource], node.allocatable.get(resource, 0)
-        # the node's summed requests say whether any pod holds some: most nodes' pods are
-        # not walked then (kept current per event by the watch cache)
-        held = [(pod_name(pod), amount) for pod, amount in snapshot.holders_on(
-            node.name, resource)] if snapshot.requested_on(node.name).get(resource) else []
-        taken = sum(amount for _, amount in held)
+        # per namespace, kept current per event by the watch cache: no pod is walked
+        held = {namespace: by_resource[resource] for namespace, by_resource in
+                snapshot.holdings_on(node.name).items() if resource in by_resource}
+        taken = sum(amount for amount, _ in held.values())
         group = tally(DEVICE_PLUGIN, resource, pool, _product(node))
         group.add_node(node, capacity, allocatable, taken, max(0, allocatable - taken),
                        _broken(node, capacity, allocatable))
-        group.add_holders(held)
+        group.add_namespaces(held)
     return bool(resources)
 
 

@@ -365,13 +365,12 @@ class WatchCache:
         Home): nodes, the pods on them, the DRA objects, and as ``pods`` the pods not running
         yet (no node, or bound and Pending), as a cold read lists them; no request."""
         self._check_ready()
-        waiting = [pod for pod in self.pods.all() if not pod.get("spec", {}).get("nodeName")
-                   or pod.get("status", {}).get("phase") == "Pending"]
+        waiting = self.pods.waiting()
         return self._view(cluster, pods=waiting,
                           cached_nodes_of_fetched=self.pods.nodes_of(map(object_key, waiting)))
 
     def _view(self, cluster: str, **fetched: Any) -> IndexedSnapshot:
-        by_node, requested = self.pods.by_node_view()
+        by_node, requested, holdings = self.pods.by_node_view()
         nodes, node_rows = self.nodes.view()
         return IndexedSnapshot(
             nodes=nodes, node_rows=node_rows,
@@ -379,7 +378,8 @@ class WatchCache:
                  *self.slices.view(), *self.taint_rules.view()],
             gangs=self._gangs(), queues=self._queues(),
             cluster=cluster or self.reader.server, read_at=rfc3339(datetime.now(UTC)),
-            pods_by_node=by_node, requested_by_node=requested, **fetched)
+            pods_by_node=by_node, requested_by_node=requested, holdings_by_node=holdings,
+            **fetched)
 
     def _queues(self) -> list[K8sObject]:
         return [obj for kind in CACHED_QUEUE_KINDS for obj in self.queues[kind].view()]
