@@ -18,8 +18,8 @@ and, measured in this one process and run:
 - the watch cache of ``gpuwhy serve`` in a child process, against tests/kubeapi.py serving
   the dump on 127.0.0.1: time to ready (against the parse floor of nodes + pods), the CPU
   time the cache and the server spent until then, RSS when ready, API requests per triage;
-  and the App Home, the capacity view and a ``where`` from it, against one bare pass over
-  the cached pods;
+  and the App Home, the capacity view and a ``where`` from it, against the bare loop over
+  the cached nodes;
 - cold ``gpuwhy triage NS/POD --no-record`` against that server, as a process, against
   ``kubectl describe pod`` run the same way (each with a fresh HOME, so kubectl's first run
   reads discovery; best of a few runs and the first run of each), at the recorded scale
@@ -306,12 +306,12 @@ def measure_watch(directory: Path, row: Callable[..., None]) -> None:
         row("  its RSS when ready", ready["rss_ready"] / GIB, None, "GiB", unit="GiB")
         row("  its RSS after the triages", result["rss_after"] / GIB, None, "GiB", unit="GiB")
         floor_views = result["views_floor"]
-        row("  bare pass over the cached pods (floor)", floor_views, None, "")
+        row("  bare loop over the cached nodes (floor)", floor_views, None, "")
         row("  App Home from the cache (with 8 stuck workloads triaged)", result["home"],
-            floor_views, "× bare pass")
-        row("  capacity view from the cache", result["capacity"], floor_views, "× bare pass")
+            floor_views, "× bare loop")
+        row("  capacity view from the cache", result["capacity"], floor_views, "× bare loop")
         row("  where 8 nvidia.com/gpu from the cache", result["where"], floor_views,
-            "× bare pass")
+            "× bare loop")
         counts = result["requests"]
         print(f"    API requests per triage of a pending pod from the cache: "
               f"min {min(counts)}, max {max(counts)} over {len(counts)} pods")

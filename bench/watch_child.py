@@ -33,9 +33,11 @@ def _best(action: Callable[[], object], runs: int = 3) -> float:
 
 def measure_views(source: Any) -> dict[str, float]:
     """The App Home, the capacity view and a `where` from the cache (best of 3 each), and
-    their floor: one bare pass over the cached pods reading each one's node and namespace."""
+    their floor: the bare loop over the cached nodes (python -m bench's warm-triage floor:
+    labels, taints, GPU capacity / allocatable, the node's summed GPU requests)."""
     from datetime import UTC, datetime
 
+    from bench.__main__ import GPU, bare_loop
     from bot.config import BotConfig
     from bot.slack.listeners.home import build_home
     from bot.slack.listeners.state import BotState
@@ -43,9 +45,12 @@ def measure_views(source: Any) -> dict[str, float]:
     from triage.classify.where import WhereAsk, where
     from triage.config import DEFAULT_CONFIG
 
+    nodes = source.cache.nodes.view()[0]
+    _, requested, _ = source.cache.pods.by_node_view()
+    used = {name: int(amounts.get(GPU, 0)) for name, amounts in requested.items()}
+
     def bare_pass() -> int:
-        return sum(1 for pod in source.cache.all_pods()
-                   if pod["metadata"].get("namespace") and pod["spec"].get("nodeName"))
+        return bare_loop(nodes, used, [])
 
     state = BotState(config=BotConfig(database_url="sqlite://"), source=source)
     now = datetime.now(UTC)
