@@ -309,6 +309,8 @@ def measure_watch(directory: Path, row: Callable[..., None]) -> None:
         row("  bare loop over the cached nodes (floor)", floor_views, None, "")
         row("  App Home from the cache (with 8 stuck workloads triaged)", result["home"],
             floor_views, "× bare loop")
+        print(f"    App Home view: {result['home_blocks']} blocks (a view takes 100); Slack's "
+              f"checks: {'; '.join(result['home_problems']) or 'passed'}")
         row("  capacity view from the cache", result["capacity"], floor_views, "× bare loop")
         row("  where 8 nvidia.com/gpu from the cache", result["where"], floor_views,
             "× bare loop")

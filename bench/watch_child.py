@@ -31,8 +31,9 @@ def _best(action: Callable[[], object], runs: int = 3) -> float:
     return min(timings)
 
 
-def measure_views(source: Any) -> dict[str, float]:
-    """The App Home, the capacity view and a `where` from the cache (best of 3 each), and
+def measure_views(source: Any) -> dict[str, Any]:
+    """The App Home (its blocks checked as Slack checks a view), the capacity view and a
+    `where` from the cache (best of 3 each), and
     their floor: the bare loop over the cached nodes (python -m bench's warm-triage floor:
     labels, taints, GPU capacity / allocatable, the node's summed GPU requests)."""
     from datetime import UTC, datetime
@@ -43,6 +44,7 @@ def measure_views(source: Any) -> dict[str, float]:
     from bot.slack.listeners.state import BotState
     from triage.classify.capacity import capacity_view
     from triage.classify.where import WhereAsk, where
+    from tests.slackfake import MAX_VIEW_BLOCKS, block_kit_problems
     from triage.config import DEFAULT_CONFIG
 
     nodes = source.cache.nodes.view()[0]
@@ -54,7 +56,10 @@ def measure_views(source: Any) -> dict[str, float]:
 
     state = BotState(config=BotConfig(database_url="sqlite://"), source=source)
     now = datetime.now(UTC)
-    figures = {
+    view = build_home(state, now)
+    figures: dict[str, Any] = {
+        "home_blocks": len(view["blocks"]),
+        "home_problems": block_kit_problems(view["blocks"], MAX_VIEW_BLOCKS),
         "views_floor": _best(bare_pass),
         "home": _best(lambda: build_home(state, now)),
         "capacity": _best(lambda: capacity_view(source.cluster_snapshot(), DEFAULT_CONFIG)),
