@@ -42,9 +42,9 @@ def measure_views(source: Any) -> dict[str, Any]:
     from bot.config import BotConfig
     from bot.slack.listeners.home import build_home
     from bot.slack.listeners.state import BotState
+    from tests.slackfake import MAX_VIEW_BLOCKS, block_kit_problems
     from triage.classify.capacity import capacity_view
     from triage.classify.where import WhereAsk, where
-    from tests.slackfake import MAX_VIEW_BLOCKS, block_kit_problems
     from triage.config import DEFAULT_CONFIG
 
     nodes = source.cache.nodes.view()[0]
