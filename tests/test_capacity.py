@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bot.answer.capacity import group_lines
 from bot.cli.main import main
 from bot.clusters.sources import LiveSource
 from tests.cluster.conftest import eventually, watch_source
@@ -363,3 +364,16 @@ def test_the_watch_cache_keeps_the_holdings_current(tmp_path: Path) -> None:
                                        for p in source.cluster_snapshot().pods}
         finally:
             source.stop()
+
+
+def test_a_cordoned_node_is_never_offered_behind_a_taint(tmp_path: Path) -> None:
+    def cordon(nodes: dict[str, Any]) -> None:
+        _node(nodes, "gpu-h100-reserved")["spec"]["unschedulable"] = True
+
+    snapshot = _edited_nodes(SEVEN, tmp_path, cordon)
+    answer = where(snapshot, WhereAsk(2, "nvidia.com/gpu"), DEFAULT_CONFIG)
+    # gpu-h100-reserved still has 8 free, but cordoned: only gpu-a100-1 is named
+    assert answer.fit_nodes == ("gpu-a100-1",) and answer.behind_taints == ()
+    h100 = next(g for g in capacity_view(snapshot, DEFAULT_CONFIG).groups if g.pool == "h100")
+    assert "cordoned (node.kubernetes.io/unschedulable:NoSchedule) on 1 of 1: no new pods" \
+        in group_lines(h100)

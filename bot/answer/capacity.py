@@ -30,8 +30,7 @@ def _everyone(namespace: str) -> bool:
 
 
 def _unit(group: CapacityGroup, count: int) -> str:
-    word = {HAMI: "card", DRA: "device"}.get(group.kind, "GPU")
-    return f"{count} {word}" + ("" if count == 1 else "s")
+    return _plural(count, {HAMI: "card", DRA: "device"}.get(group.kind, "GPU"))
 
 
 def _plural(count: int, word: str) -> str:
@@ -75,9 +74,8 @@ def group_lines(group: CapacityGroup, visible: NamespaceVisible = _everyone) -> 
     if group.holders:
         lines.append(f"held by: {_holders(group.holders, group.holders_total, visible)}")
     for taint in group.taints:
-        lines.append(f"{taint.taint} on {taint.nodes} of {group.nodes}: only pods tolerating "
-                     "it" if "cordoned" not in taint.taint else
-                     f"{taint.taint} on {taint.nodes} of {group.nodes}: no new pods")
+        who = "no new pods" if taint.cordon else "only pods tolerating it"
+        lines.append(f"{taint.taint} on {taint.nodes} of {group.nodes}: {who}")
     return lines
 
 
@@ -155,9 +153,9 @@ def where_lines(answer: WhereAnswer, visible: NamespaceVisible = _everyone) -> l
         lines.append(f"{cause_emoji(answer.cause)} {cause.value} — {ask.text}: "
                      f"{CAUSE_INFO[cause].summary}")
     for chance in answer.behind_taints:
-        flags = " ".join(f"--toleration {t}" for t in chance.taints if "cordoned" not in t)
-        lines.append(f"{chance.name} has {chance.free} free behind {', '.join(chance.taints)}"
-                     + (f": you need its toleration ({flags})" if flags else ""))
+        flags = " ".join(f"--toleration {t}" for t in chance.taints)
+        lines.append(f"{chance.name} has {chance.free} free behind {', '.join(chance.taints)}: "
+                     f"you need its toleration ({flags})")
     if answer.nearest:
         lines.append("nearest:")
         for chance in answer.nearest:

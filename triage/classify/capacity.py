@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 from scoring.dra import Inventory, SliceDevice
-from scoring.nodes import not_ready, taint_text
+from scoring.nodes import UNSCHEDULABLE_TAINT, not_ready, taint_text
 from scoring.quantity import quantity_int
 from triage.config import TriageConfig
 from triage.nodetable import NodeInfo
@@ -55,6 +55,7 @@ class NamespaceHolding:
 class TaintCount:
     taint: str  # as answers write it: "dedicated=llm-team:NoSchedule", "cordoned (...)"
     nodes: int
+    cordon: bool = False  # spec.unschedulable: no new pod, whatever it tolerates
 
 
 @dataclass
@@ -132,7 +133,7 @@ class _Tally:
     def __init__(self, group: CapacityGroup) -> None:
         self.group = group
         self.by_namespace: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # gpus, pods
-        self.taints: Counter[str] = Counter()
+        self.taints: Counter[tuple[str, bool]] = Counter()
 
     def add_node(self, node: NodeInfo, capacity: int, allocatable: int, held: int, free: int,
                  broken: str | None) -> None:
@@ -150,14 +151,12 @@ class _Tally:
             if free > group.largest_free:
                 group.largest_free, group.largest_free_node = free, node.name
         for taint in node.taints:
-            self.taints[taint_text(taint)] += 1
+            self.taints[taint_text(taint), taint.get("key") == UNSCHEDULABLE_TAINT["key"]] += 1
 
     def add_holders(self, held: Iterable[tuple[str, int]]) -> None:
         """(ns/pod, GPUs) pairs, a pod once per node."""
         for pod, gpus in held:
-            entry = self.by_namespace[pod.partition("/")[0]]
-            entry[0] += gpus
-            entry[1] += 1
+            self.add_namespaces({pod.partition("/")[0]: (gpus, 1)})
 
     def add_namespaces(self, held: Mapping[str, tuple[int, int]]) -> None:
         """namespace -> (GPUs, pods holding some) on one node."""
@@ -172,7 +171,7 @@ class _Tally:
         group.holders = [NamespaceHolding(ns, gpus, pods) for ns, (gpus, pods) in
                          ranked[:TOP_HOLDERS]]
         group.holders_total = len(ranked)
-        group.taints = [TaintCount(text, count) for text, count in
+        group.taints = [TaintCount(text, count, cordon) for (text, cordon), count in
                         sorted(self.taints.items(), key=lambda item: (-item[1], item[0]))]
         return group
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scoring.nodes import taint_text, tolerates
+from scoring.nodes import UNSCHEDULABLE_TAINT, taint_text, tolerates
 from scoring.objects import K8sObject
 from scoring.verdict import Verdict
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
@@ -74,7 +74,7 @@ class WhereAnswer:
     fits: bool  # the funnel leaves a node and a scheduler of that name runs
     verdict: Verdict  # the would-be pod's triage
     fit_nodes: tuple[str, ...] = ()
-    behind_taints: tuple[NodeChance, ...] = ()  # would fit, with a toleration
+    behind_taints: tuple[NodeChance, ...] = ()  # would fit with a toleration (not cordoned)
     nearest: tuple[NodeChance, ...] = ()  # closest to N free, when nothing fits
 
     @property
@@ -140,8 +140,8 @@ def where(snapshot: Snapshot, ask: WhereAsk, config: TriageConfig) -> WhereAnswe
     fits = verdict.cause == Cause.SCHEDULER_UNAVAILABLE and scheduler_serves(with_pod,
                                                                              ask.scheduler)
     behind = tuple(_behind_taint(with_pod, ask, name) for name in _outcome(
-        verdict, Cause.TAINT_UNTOLERATED) if not by_class and _free(with_pod, ask, name) >=
-        ask.count)
+        verdict, Cause.TAINT_UNTOLERATED) if not by_class and not _cordoned(with_pod, name)
+        and _free(with_pod, ask, name) >= ask.count)
     nearest = () if fit_nodes else _nearest(with_pod, ask, verdict, by_class)
     return WhereAnswer(ask, fits, verdict, fit_nodes, behind[:MAX_NODES_NAMED], nearest)
 
@@ -181,6 +181,13 @@ def _outcome(verdict: Verdict, cause: Cause) -> list[str]:
 def _free(snapshot: Snapshot, ask: WhereAsk, name: str) -> int:
     node = snapshot.node_info(name)
     return snapshot.free_gpus(node, ask.resource) if node is not None else 0
+
+
+def _cordoned(snapshot: Snapshot, name: str) -> bool:
+    """Taken out of service: no toleration is the way in, so never offered as one."""
+    node = snapshot.node_info(name)
+    return node is not None and any(t.get("key") == UNSCHEDULABLE_TAINT["key"]
+                                    for t in node.taints)
 
 
 def _behind_taint(snapshot: Snapshot, ask: WhereAsk, name: str) -> NodeChance:
