@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
+import responses
 
 from bot.answer.capacity import group_lines
 from bot.cli.main import main
@@ -18,8 +20,10 @@ from bot.clusters.sources import LiveSource
 from tests.cluster.conftest import eventually, watch_source
 from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI
+from tests.prometheus import URL as PROMETHEUS
+from tests.prometheus import sent_queries, seven_states_prometheus
 from triage.classify import triage
-from triage.classify.capacity import CapacityGroup, capacity_view
+from triage.classify.capacity import CapacityGroup, capacity_view, with_idle_held
 from triage.classify.where import (
     HeldBy,
     WhereAsk,
@@ -377,3 +381,43 @@ def test_a_cordoned_node_is_never_offered_behind_a_taint(tmp_path: Path) -> None
     h100 = next(g for g in capacity_view(snapshot, DEFAULT_CONFIG).groups if g.pool == "h100")
     assert "cordoned (node.kubernetes.io/unschedulable:NoSchedule) on 1 of 1: no new pods" \
         in group_lines(h100)
+
+
+# -- idle held GPUs (DCGM exporter through Prometheus) ---------------------------------------
+
+def test_idle_held_gpus_are_counted_from_dcgm(capsys: pytest.CaptureFixture[str]) -> None:
+    with seven_states_prometheus() as prometheus:
+        assert main(["capacity", "--snapshot", SEVEN, "--prometheus", PROMETHEUS,
+                     "--format", "json"]) == 0
+        [query] = [q["query"][0] for q in sent_queries(prometheus)]
+    assert query.startswith('max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"gpu-a10-full|')
+    assert query.endswith('"}[1h])')
+    idle = {g["pool"]: g["idle_held"] for g in json.loads(capsys.readouterr().out)["groups"]}
+    # tests/fixtures/dcgm/seven-states/utilisation.json: on gpu-a10-full GPU 1 is at 0 with
+    # pod team-b/train-b (which the API server says holds 1 there), GPU 0 at 87 (ml/train-a);
+    # gpu-a100-1's research/ok GPUs at 64 and 71; no other GPU names a pod
+    assert idle == {"h100": 0, "a100": 0, "v100-broken": 0, "a10-full": 1, "t4-noplugin": 0}
+    with seven_states_prometheus():
+        assert main(["capacity", "a10-full", "--snapshot", SEVEN, "--prometheus",
+                     PROMETHEUS]) == 0
+    assert "  idle all of the last hour: 1 of the 2 held\n" in capsys.readouterr().out
+
+
+def test_a_pod_the_api_server_does_not_see_holding_is_not_counted() -> None:
+    snapshot = Snapshot.from_dir(SEVEN)
+    view = with_idle_held(capacity_view(snapshot, DEFAULT_CONFIG), snapshot, {
+        "gpu-a10-full": ["team-b/train-b", "gpu-operator/nvidia-dcgm-exporter-x"],
+        "gpu-h100-reserved": ["research/ghost"]})
+    assert {g.pool: g.idle_held for g in view.groups}["a10-full"] == 1
+    assert {g.pool: g.idle_held for g in view.groups}["h100"] == 0
+
+
+def test_without_prometheus_the_view_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+    with responses.RequestsMock() as mock:
+        mock.add(responses.POST, f"{PROMETHEUS}/api/v1/query",
+                 body=requests.ConnectionError("refused"))
+        assert main(["capacity", "--snapshot", SEVEN, "--prometheus", PROMETHEUS]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("seven-states: 18 GPUs on 5 of 6 nodes: 4 held, 10 free\n"
+                          f"no telemetry: Prometheus at {PROMETHEUS} is unreachable")
+    assert "idle all of the last hour" not in out

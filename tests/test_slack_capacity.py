@@ -13,8 +13,10 @@ from slack_bolt import App
 from bench.generate import generate
 from bot.answer.capacity import MAX_GROUP_BLOCKS, capacity_blocks
 from bot.clusters.sources import SnapshotSource
-from bot.config import BotConfig
+from bot.config import BotConfig, PrometheusConfig
 from scoring.verdict import Verdict
+from tests.prometheus import URL as PROMETHEUS
+from tests.prometheus import seven_states_prometheus
 from tests.slackfake import FakeSlack, block_kit_problems, live_mrkdwn
 from tests.test_slack_app import SEVEN_STATES, ack_text, ask, make_app
 from triage.classify.capacity import CapacityGroup, CapacityView, NamespaceHolding
@@ -151,3 +153,14 @@ def test_a_hundred_groups_stay_one_message() -> None:
     assert len(blocks) == MAX_GROUP_BLOCKS + 2
     assert blocks[-1]["elements"][0]["text"].startswith(
         f"+{100 - MAX_GROUP_BLOCKS} smaller groups (")
+
+
+def test_capacity_in_slack_counts_idle_held_gpus(slack: FakeSlack,
+                                                 seven_states: SnapshotSource) -> None:
+    config = BotConfig(database_url="sqlite://", prometheus=PrometheusConfig(url=PROMETHEUS))
+    app = make_app(slack, seven_states, config=config)
+    with seven_states_prometheus():
+        ask(app, slack, "capacity a10-full")
+        text, _ = posted_text(slack)
+    # team-b/train-b's GPU at 0 % (tests/fixtures/dcgm/seven-states/utilisation.json)
+    assert "idle all of the last hour: 1 of the 2 held" in text

@@ -73,6 +73,8 @@ def group_lines(group: CapacityGroup, visible: NamespaceVisible = _everyone) -> 
                      f"{_unit(group, group.broken_gpus)} out: {named}{more}")
     if group.holders:
         lines.append(f"held by: {_holders(group.holders, group.holders_total, visible)}")
+    if group.idle_held is not None and group.held:
+        lines.append(f"idle all of the last hour: {group.idle_held} of the {group.held} held")
     for taint in group.taints:
         who = "no new pods" if taint.cordon else "only pods tolerating it"
         lines.append(f"{taint.taint} on {taint.nodes} of {group.nodes}: {who}")
@@ -85,7 +87,7 @@ def _summary(view: CapacityView) -> str:
 
 
 def capacity_text(view: CapacityView) -> str:
-    lines = [_summary(view)]
+    lines = [_summary(view)] + ([view.idle_note] if view.idle_note else [])
     if not view.groups:
         lines.append("No node offers GPUs.")
     for group in view.groups:
@@ -97,7 +99,8 @@ def capacity_text(view: CapacityView) -> str:
 def capacity_blocks(view: CapacityView, visible: NamespaceVisible = _everyone,
                     byline: str | None = None) -> list[dict[str, Any]]:
     """One message: a summary, a section per group (the largest first), the rest counted."""
-    head = f"*{escape_mrkdwn(_summary(view), 500)}*"
+    head = f"*{escape_mrkdwn(_summary(view), 500)}*" + (
+        f"\n{escape_mrkdwn(view.idle_note, 500)}" if view.idle_note else "")
     if not view.groups:
         head += "\nNo node offers GPUs."
     blocks: list[dict[str, Any]] = [_section(head)]

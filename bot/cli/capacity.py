@@ -22,6 +22,7 @@ from bot.cli.triage import (
     configured_cluster,
     source_from,
 )
+from bot.clusters.telemetry import add_prometheus_option, prometheus_settings, with_idle
 from bot.config import BotConfig, ConfigError, load_config
 from triage.classify.capacity import CapacityView, capacity_view
 from triage.classify.where import (
@@ -48,6 +49,7 @@ def register(subparsers: Any) -> None:
                     "node, broken nodes and the GPUs they take out, the top holders, taints.")
     capacity.add_argument("only", nargs="?", metavar="RESOURCE|POOL",
                           help="only the groups of this resource, pool or product")
+    add_prometheus_option(capacity)  # then: the held GPUs idle all of the last hour
     add_source_options(capacity)
     capacity.set_defaults(func=run_capacity)
 
@@ -119,6 +121,8 @@ def run_capacity(args: argparse.Namespace) -> int:
         view = selected_view(snapshot, config, args.only)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
+    view = with_idle(view, snapshot, prometheus_settings(config, args.prometheus,
+                                                         cluster=args.cluster))
     _print(args, view.to_dict, lambda: capacity_text(view))
     return finish(args, EXIT_OK)
 

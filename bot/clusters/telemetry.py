@@ -14,18 +14,22 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 
 from bot.clusters.sources import TriageSource
 from bot.config import ENVIRONMENT, BotConfig, PrometheusConfig
 from bot.web.metrics import PROMETHEUS_QUERIES
 from scoring.verdict import Verdict
+from triage.classify.capacity import CapacityView, with_idle_held
 from triage.dcgm import (
     FAMILIES,
     DcgmLabels,
     Family,
     Telemetry,
+    TelemetryError,
+    idle_holders,
+    idle_query,
     promql,
     read_families,
     with_telemetry,
@@ -128,6 +132,16 @@ class PrometheusClient:
                                        f"with query results ({telemetry.problems[0]})")
         return telemetry
 
+    def idle_holders(self, nodes: list[str], at: float) -> dict[str, list[str]]:
+        """Per node, the pods DCGM saw holding a GPU at 0 % all of the last hour (one query);
+        TelemetryUnavailable when it cannot be read."""
+        payload = self._query(idle_query(nodes, self.settings.labels), at)
+        try:
+            return idle_holders(payload, self.settings.labels)
+        except TelemetryError as exc:
+            raise TelemetryUnavailable(f"Prometheus at {self.settings.url} answered, but not "
+                                       f"with query results ({exc})") from None
+
     def _query(self, expression: str, at: float) -> object:
         import requests  # loaded only when a Prometheus is asked: `gpuwhy triage` rarely does
 
@@ -186,6 +200,21 @@ def add_telemetry(verdict: Verdict, client: PrometheusClient,
         log.info("no telemetry for %s: %s", verdict.ref, exc)  # the answer says it
         return without_telemetry(verdict, str(exc))
     return with_telemetry(verdict, telemetry, "Prometheus")
+
+
+def with_idle(view: CapacityView, snapshot: Snapshot, settings: PrometheusSettings | None,
+              at: float | None = None) -> CapacityView:
+    """The capacity view with its idle held GPUs when a Prometheus is configured (one query
+    for every GPU node), else as it is; when Prometheus cannot be read, the view says why."""
+    if settings is None or not view.groups:
+        return view
+    try:
+        idle = PrometheusClient(settings).idle_holders(view.gpu_node_names(),
+                                                       wall_clock() if at is None else at)
+    except TelemetryUnavailable as exc:
+        log.warning("capacity without idle GPUs: %s", exc)
+        return replace(view, idle_note=f"no telemetry: {exc}")
+    return with_idle_held(view, snapshot, idle)
 
 
 class TelemetrySource:

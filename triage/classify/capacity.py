@@ -16,14 +16,15 @@ taints say who may have them.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 
 from scoring.dra import Inventory, SliceDevice
 from scoring.nodes import UNSCHEDULABLE_TAINT, not_ready, taint_text
 from scoring.quantity import quantity_int
 from triage.config import TriageConfig
 from triage.nodetable import NodeInfo
+from triage.pods import pod_name
 from triage.snapshot import Snapshot
 
 DEVICE_PLUGIN, HAMI, DRA = "device-plugin", "hami", "dra"
@@ -76,6 +77,10 @@ class CapacityGroup:
     holders: list[NamespaceHolding] = field(default_factory=list)  # most GPUs first
     holders_total: int = 0  # namespaces holding any (holders lists the top ones)
     taints: list[TaintCount] = field(default_factory=list)  # most nodes first
+    # Held GPUs DCGM exporter saw at 0 % all of the last hour, whose pod the API server says
+    # holds the group's resource there; None: not read (no Prometheus)
+    idle_held: int | None = None
+    node_names: list[str] = field(default_factory=list, repr=False)  # not in to_dict
 
     @property
     def name(self) -> str:
@@ -93,6 +98,7 @@ class CapacityView:
     nodes: int  # every node
     gpu_nodes: int  # nodes in some group
     groups: list[CapacityGroup] = field(default_factory=list)
+    idle_note: str | None = None  # why idle_held was not read, when Prometheus was asked
 
     @property
     def free(self) -> int:
@@ -121,7 +127,11 @@ class CapacityView:
         data.update(free=self.free, held=self.held, capacity=self.capacity)
         for group, shown in zip(self.groups, data["groups"], strict=True):
             shown["name"] = group.name
+            del shown["node_names"]  # a 100,000-node cluster's names are no summary
         return data
+
+    def gpu_node_names(self) -> list[str]:
+        return sorted({name for g in self.groups for name in g.node_names})
 
 
 _TallyFactory = Callable[[str, str, str, str], "_Tally"]
@@ -140,6 +150,7 @@ class _Tally:
         """One node's GPUs; a broken one takes its capacity out and offers none free."""
         group = self.group
         group.nodes += 1
+        group.node_names.append(node.name)
         group.capacity += capacity
         group.allocatable += allocatable
         group.held += held
@@ -295,3 +306,21 @@ def _add_pluginless(node: NodeInfo, pool: str, tally: _TallyFactory) -> bool:
 def _per_pod(holders: Iterable[str]) -> list[tuple[str, int]]:
     """(pod, devices it holds) from one entry per held device."""
     return sorted(Counter(holders).items())
+
+
+def with_idle_held(view: CapacityView, snapshot: Snapshot,
+                   idle: Mapping[str, Sequence[str]]) -> CapacityView:
+    """The view with each device-plugin group's held GPUs that sat idle: ``idle`` is, per
+    node, the pod DCGM names on each GPU at 0 % all hour; one counts only when the API server
+    agrees that pod holds the group's resource on that node (else it is the exporter's own,
+    relabelled)."""
+    groups = []
+    for group in view.groups:
+        count = None
+        if group.kind == DEVICE_PLUGIN:
+            count = 0
+            for name in group.node_names:
+                holding = {pod_name(pod) for pod, _ in snapshot.holders_on(name, group.resource)}
+                count += sum(1 for pod in idle.get(name, ()) if pod in holding)
+        groups.append(replace(group, idle_held=count))
+    return replace(view, groups=groups)

@@ -74,6 +74,27 @@ def promql(family: Family, nodes: Sequence[str], labels: DcgmLabels) -> str:
     return selector + (f"[{family.window}]" if family.window else "")
 
 
+IDLE_WINDOW = "1h"  # a held GPU idle this long is the capacity to reclaim
+
+
+def idle_query(nodes: Sequence[str], labels: DcgmLabels) -> str:
+    """The highest utilisation each GPU of ``nodes`` reached in the last IDLE_WINDOW:
+    ``max_over_time(DCGM_FI_DEV_GPU_UTIL{Hostname=~"..."}[1h])``."""
+    return f"max_over_time({promql(UTILISATION, nodes, labels)}[{IDLE_WINDOW}])"
+
+
+def idle_holders(payload: object, labels: DcgmLabels) -> dict[str, list[str]]:
+    """Per node, the pod (ns/name) on each GPU whose utilisation stayed 0 all window, as the
+    exporter names it; GPUs it names no pod on are left out. TelemetryError when the answer
+    is not a query result."""
+    idle: dict[str, list[str]] = {}
+    for sample in parse_result(payload):
+        node, pod = sample.metric.get(labels.node), sample.metric.get(labels.pod)
+        if node and pod and sample.points and sample.points[-1][1] == 0:
+            idle.setdefault(node, []).append(f"{sample.metric.get(labels.namespace, '')}/{pod}")
+    return idle
+
+
 def _regex_literal(text: str) -> str:
     return "".join(f"\\{char}" if char in _REGEX_SPECIAL else char for char in text)
 

@@ -18,6 +18,7 @@ from bot.answer.capacity import (
     where_text,
 )
 from bot.clusters.fleet import UnknownClusterError
+from bot.clusters.telemetry import prometheus_settings, with_idle
 from bot.slack.listeners.replies import (
     CHANNEL_REFUSAL,
     cluster_failure,
@@ -81,6 +82,8 @@ def answer_capacity(state: BotState, ack: Ack, respond: Respond, client: WebClie
                                            f"{CAPACITY_USAGE}", 2900))
                 return
             view = chosen
+        view = with_idle(view, snapshot, prometheus_settings(
+            state.config, cluster=cluster if state.fleet.several else None))
         blocks = capacity_blocks(view, _visible(state, channel), _byline(state, user, cluster))
         post_or_respond(client, respond, f"capacity for {user}", channel=channel,
                         text=plain_fallback(capacity_fallback(view)), blocks=blocks)
