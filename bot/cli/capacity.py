@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from bot.answer.capacity import capacity_text, where_text
@@ -85,14 +85,21 @@ def _count(text: str) -> int:
     return value
 
 
-def _cluster_snapshot(args: argparse.Namespace) -> tuple[BotConfig, Snapshot] | int:
+@dataclass(frozen=True)
+class _Read:
+    config: BotConfig
+    cluster: str | None  # the configured cluster read, if one was
+    snapshot: Snapshot
+
+
+def _cluster_snapshot(args: argparse.Namespace) -> _Read | int:
     try:
         config = load_config()
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     try:
-        return config, source_from(args, config,
-                                   configured_cluster(args, config)).cluster_snapshot()
+        cluster = configured_cluster(args, config)
+        return _Read(config, cluster, source_from(args, config, cluster).cluster_snapshot())
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except (SnapshotError, ClusterError) as exc:
@@ -116,13 +123,12 @@ def run_capacity(args: argparse.Namespace) -> int:
     read = _cluster_snapshot(args)
     if isinstance(read, int):
         return read
-    config, snapshot = read
     try:
-        view = selected_view(snapshot, config, args.only)
+        view = selected_view(read.snapshot, read.config, args.only)
     except UsageError as exc:
         return _fail(str(exc), EXIT_USAGE)
-    view = with_idle(view, snapshot, prometheus_settings(config, args.prometheus,
-                                                         cluster=args.cluster))
+    view = with_idle(view, read.snapshot, prometheus_settings(
+        read.config, args.prometheus, cluster=read.cluster))
     _print(args, view.to_dict, lambda: capacity_text(view))
     return finish(args, EXIT_OK)
 
@@ -142,9 +148,9 @@ def run_where(args: argparse.Namespace) -> int:
     read = _cluster_snapshot(args)
     if isinstance(read, int):
         return read
-    config, snapshot = read
     try:
-        answer = where(snapshot, ask_from(args, snapshot, config), config.triage)
+        answer = where(read.snapshot, ask_from(args, read.snapshot, read.config),
+                       read.config.triage)
     except WhereError as exc:
         return _fail(str(exc), EXIT_USAGE)
     _print(args, lambda: where_json(answer), lambda: where_text(answer))
