@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from bot.answer.capacity import capacity_text, where_text
 from bot.cli.commands import command_help
+from bot.cli.options import fail
 from bot.cli.program import finish
 from bot.cli.triage import (
     EXIT_OK,
@@ -96,14 +96,14 @@ def _cluster_snapshot(args: argparse.Namespace) -> _Read | int:
     try:
         config = load_config()
     except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     try:
         cluster = configured_cluster(args, config)
         return _Read(config, cluster, source_from(args, config, cluster).cluster_snapshot())
     except UsageError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     except (SnapshotError, ClusterError) as exc:
-        return _fail(str(exc), EXIT_UNREADABLE)
+        return fail(str(exc), EXIT_UNREADABLE)
 
 
 def selected_view(snapshot: Snapshot, config: BotConfig, only: str | None) -> CapacityView:
@@ -126,7 +126,7 @@ def run_capacity(args: argparse.Namespace) -> int:
     try:
         view = selected_view(read.snapshot, read.config, args.only)
     except UsageError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     view = with_idle(view, read.snapshot, prometheus_settings(
         read.config, args.prometheus, cluster=read.cluster))
     _print(args, view.to_dict, lambda: capacity_text(view))
@@ -152,7 +152,7 @@ def run_where(args: argparse.Namespace) -> int:
         answer = where(read.snapshot, ask_from(args, read.snapshot, read.config),
                        read.config.triage)
     except WhereError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     _print(args, lambda: where_json(answer), lambda: where_text(answer))
     return finish(args, EXIT_OK if answer.fits else EXIT_NO)
 
@@ -171,7 +171,3 @@ def _print(args: argparse.Namespace, as_json: Callable[[], object],
     else:
         print(as_text(), end="")
 
-
-def _fail(message: str, code: int) -> int:
-    print(f"gpuwhy: {message}", file=sys.stderr)
-    return code

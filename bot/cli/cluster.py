@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
@@ -15,7 +14,7 @@ from kubernetes.client import ApiClient
 from bot.answer.render import render_text
 from bot.cli.bundle import write_bundle
 from bot.cli.commands import command_help
-from bot.cli.options import add_cluster_options
+from bot.cli.options import add_cluster_options, fail
 from bot.config import ConfigError, load_config
 from scoring.objects import K8sObject
 from triage.classify import triage
@@ -81,15 +80,15 @@ def register(subparsers: Any) -> None:
 def run_snapshot(args: argparse.Namespace) -> int:
     directory = Path(args.directory)
     if directory.exists() and not directory.is_dir():
-        return _fail(f"{directory} exists and is not a directory", EXIT_USAGE)
+        return fail(f"{directory} exists and is not a directory", EXIT_USAGE)
     try:
         snapshot = read_bundle(api_client_from(args), args.namespace, args.page_size,
                                args.request_timeout)
         write_bundle(snapshot, directory)
     except ClusterError as exc:
-        return _fail(str(exc), EXIT_UNREADABLE)
+        return fail(str(exc), EXIT_UNREADABLE)
     except OSError as exc:
-        return _fail(f"cannot write {directory}: {exc.strerror or exc}", EXIT_USAGE)
+        return fail(f"cannot write {directory}: {exc.strerror or exc}", EXIT_USAGE)
     counts = ", ".join(f"{len(getattr(snapshot, attribute))} {attribute}"
                        for attribute in DUMP_FILES.values())
     print(f"gpuwhy snapshot: wrote {directory} ({counts}); env values and config annotations "
@@ -107,14 +106,14 @@ def run_check(args: argparse.Namespace) -> int:
                 f"not {args.namespace}; drop -n or make them agree")
         config = load_config()
     except (ManifestError, ConfigError) as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     try:
         api_client = api_client_from(args)
         fallback = args.namespace or kubeconfig_namespace(args.kubeconfig, args.context)
         results = [_check_one(args, api_client, p, p.namespace or fallback, config.triage)
                    for p in manifest_pods]
     except ClusterError as exc:
-        return _fail(str(exc), EXIT_UNREADABLE)
+        return fail(str(exc), EXIT_UNREADABLE)
     return EXIT_OK if all(results) else EXIT_NO
 
 
@@ -195,7 +194,3 @@ def _would_not(cause: Cause, ref: str, action: str) -> None:
     print(f"would not schedule:\n{CAUSE_INFO[cause].emoji} {cause.value} — {ref}\n"
           f"Next: {action}\n")
 
-
-def _fail(message: str, code: int) -> int:
-    print(f"gpuwhy: {message}", file=sys.stderr)
-    return code

@@ -19,6 +19,12 @@ MAX_PAGE_SIZE = 100_000
 MAX_PORT = 65_535
 
 
+def fail(message: object, code: int) -> int:
+    """A command's failure: one line on stderr, and the exit code to return."""
+    print(f"gpuwhy: {message}", file=sys.stderr)
+    return code
+
+
 class OneLineParser(argparse.ArgumentParser):
     """A usage error is one line on stderr (exit 2), naming --help for the rest."""
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.answer.render import render_text
 from bot.cli.commands import command_help
-from bot.cli.options import add_cluster_options, add_db_option
+from bot.cli.options import add_cluster_options, add_db_option, fail
 from bot.cli.program import finish
 from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource, configured_name
 from bot.clusters.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
@@ -89,23 +89,23 @@ def _answer(args: argparse.Namespace, command: str) -> tuple[TriageSource, Verdi
     try:
         ref = parse_ref(text)
     except RefError as exc:
-        return _fail(str(exc).replace("/gpuwhy", f"gpuwhy {command}"), EXIT_USAGE)
+        return fail(str(exc).replace("/gpuwhy", f"gpuwhy {command}"), EXIT_USAGE)
     try:
         config = load_config()
     except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     try:
         cluster = configured_cluster(args, config)
         source = with_prometheus(source_from(args, config, cluster, ref.namespace),
                                  prometheus_settings(config, args.prometheus, cluster=cluster))
     except UsageError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     except (SnapshotError, ClusterError) as exc:
-        return _fail(str(exc), EXIT_UNREADABLE)
+        return fail(str(exc), EXIT_UNREADABLE)
     try:
         return source, source.triage(ref)
     except (SnapshotError, ClusterError) as exc:
-        return _fail(str(exc), EXIT_UNREADABLE)
+        return fail(str(exc), EXIT_UNREADABLE)
 
 
 def run_triage(args: argparse.Namespace) -> int:
@@ -194,7 +194,7 @@ def run_demo(args: argparse.Namespace) -> int:
     try:
         tz = load_timezone(load_config().digest.timezone)
     except ConfigError as exc:
-        return _fail(str(exc), EXIT_USAGE)
+        return fail(str(exc), EXIT_USAGE)
     directory = demo_directory()
     source = SnapshotSource(directory)
     expected = json.loads((directory / "expected.json").read_text(encoding="utf-8"))
@@ -241,8 +241,4 @@ def _record(db: str | None, verdicts: list[Verdict], cluster: str) -> Store | No
         return None
     return store
 
-
-def _fail(message: str, code: int) -> int:
-    print(f"gpuwhy: {message}", file=sys.stderr)
-    return code
 
