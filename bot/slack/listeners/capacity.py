@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from slack_bolt import Ack, Respond
+from slack_bolt import Ack, BoltContext, Respond
 from slack_sdk import WebClient
 
 from bot.answer.blocks import escape_mrkdwn, one_line, plain_fallback
@@ -58,7 +58,7 @@ def _allowed(state: BotState, ack: Ack, channel: str, cluster: str) -> bool:
 
 
 def answer_capacity(state: BotState, ack: Ack, respond: Respond, client: WebClient,
-                    channel: str, user: str, words: list[str]) -> None:
+                    channel: str, user: str, words: list[str], context: BoltContext) -> None:
     named, rest = _take_cluster(state, words)
     if len(rest) > 1:
         ack(text=CAPACITY_USAGE)
@@ -88,7 +88,7 @@ def answer_capacity(state: BotState, ack: Ack, respond: Respond, client: WebClie
         post_or_respond(client, respond, f"capacity for {user}", channel=channel,
                         text=plain_fallback(capacity_fallback(view)), blocks=blocks)
 
-    state.later(f"capacity in {cluster} for {user} in {channel}", post, respond)
+    state.later(f"capacity in {cluster} for {user} in {channel}", post, respond, context)
 
 
 def parse_where(words: list[str]) -> tuple[int, str | None, str]:
@@ -112,7 +112,7 @@ def parse_where(words: list[str]) -> tuple[int, str | None, str]:
 
 
 def answer_where(state: BotState, ack: Ack, respond: Respond, client: WebClient,
-                 channel: str, user: str, words: list[str]) -> None:
+                 channel: str, user: str, words: list[str], context: BoltContext) -> None:
     named, rest = _take_cluster(state, words)
     try:
         count, resource, namespace = parse_where(rest)
@@ -145,7 +145,7 @@ def answer_where(state: BotState, ack: Ack, respond: Respond, client: WebClient,
                         text=plain_fallback(where_text(answer)),
                         blocks=where_blocks(answer, visible, _byline(state, user, cluster)))
 
-    state.later(f"where {count} in {cluster} for {user} in {channel}", post, respond)
+    state.later(f"where {count} in {cluster} for {user} in {channel}", post, respond, context)
 
 
 def _snapshot(state: BotState, respond: Respond, cluster: str, user: str) -> Snapshot | None:

@@ -79,9 +79,9 @@ def register(app: App, state: BotState) -> None:
         elif words[0].lower() == STATS_WORD:
             answer_stats(state, ack, respond, channel, user, words[1:], context)
         elif words[0].lower() == CAPACITY_WORD:
-            answer_capacity(state, ack, respond, client, channel, user, words[1:])
+            answer_capacity(state, ack, respond, client, channel, user, words[1:], context)
         elif words[0].lower() == WHERE_WORD:
-            answer_where(state, ack, respond, client, channel, user, words[1:])
+            answer_where(state, ack, respond, client, channel, user, words[1:], context)
         else:
             answer_ref(state, ack, respond, client, channel, user, text, context)
 

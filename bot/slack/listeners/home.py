@@ -11,7 +11,7 @@ from collections import OrderedDict
 from datetime import datetime, timedelta
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
 from bot.alerts.stuck import StuckGroup, stuck_groups
@@ -106,7 +106,7 @@ def register(app: App, state: BotState) -> None:
     refreshes = HomeRefreshes()
 
     @app.event("app_home_opened")
-    def home_opened(event: dict[str, Any], client: WebClient) -> None:
+    def home_opened(event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         if event.get("tab", "home") != "home":
             return  # the Messages tab
         user, now = str(event.get("user", "")), state.clock()
@@ -114,11 +114,12 @@ def register(app: App, state: BotState) -> None:
             log.info("App Home of %s published less than a minute ago", user)
             return
         state.later(f"publishing the App Home for {user}",
-                    lambda: client.views_publish(user_id=user, view=build_home(state, now)))
+                    lambda: client.views_publish(user_id=user, view=build_home(state, now)),
+                    context=context)
 
     @app.action(HOME_TRIAGE_ACTION)
     def triage_from_home(ack: Ack, body: dict[str, Any], action: dict[str, Any],
-                         client: WebClient) -> None:
+                         client: WebClient, context: BoltContext) -> None:
         ack()
         user = str((body.get("user") or {}).get("id", ""))
         cluster, _, ref_text = str(action.get("value") or "").partition(" ")
@@ -139,4 +140,5 @@ def register(app: App, state: BotState) -> None:
             state.remember(verdict, cluster=cluster, asked_by=user,
                            channel=str(posted["channel"]), message_ts=str(posted["ts"]))
 
-        state.later(f"triaging {ref_text} from the App Home for {user}", reply)
+        state.later(f"triaging {ref_text} from the App Home for {user}", reply,
+                    context=context)
