@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 
 from tests.kubeapi import find_kubectl
+from tests.paths import FIXTURES
 from tests.slackfake import FakeSlack
 from triage.snapshot import DUMP_FILES, Snapshot
 
 # The database_url (SQLite file and PostgreSQL), own_postgres and store fixtures.
 pytest_plugins = ("tests.pg",)
 
-SCENARIOS = Path(__file__).parent / "fixtures" / "scenarios"
+SCENARIOS = FIXTURES / "scenarios"
 SCENARIO_NAMES = sorted(p.name for p in SCENARIOS.iterdir() if p.is_dir())
 
 

@@ -20,9 +20,9 @@ import yaml
 from bot.cli.doctor import READ_RESOURCES, READ_VERBS, kueue_reads
 from bot.config import load_config
 from tests.conftest import kubectl_or_skip
+from tests.paths import REPO
 from triage.cluster import EVENTS, NODES, PODS, QUOTAS, RUNTIME_CLASSES, WORKLOADS
 
-REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deploy"
 COMPONENTS = ("http", "dry-run-preflight", "digest-cronjob")
 Objects = list[dict[str, Any]]

@@ -6,13 +6,13 @@ from __future__ import annotations
 import copy
 import json
 import urllib.request
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 from tests.kubeapi import FakeKubeAPI
+from tests.paths import FIXTURES
 
-SEVEN = Path(__file__).parent / "fixtures" / "scenarios" / "seven-states"
+SEVEN = FIXTURES / "scenarios" / "seven-states"
 
 
 def listed(api: FakeKubeAPI, path: str) -> bytes:

@@ -1,0 +1,110 @@
+"""List pages decoded straight into what the watch cache keeps (triage/pages.py)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.clusters.sources import WatchSource
+from tests.kubeapi import FakeKubeAPI
+from tests.paths import FIXTURES
+from tests.triage.cluster.conftest import eventually
+from triage.cache import NodeStore, PodStore
+from triage.cluster import load_api_client
+from triage.cluster.reader import ClusterReader
+from triage.cluster.resources import NON_TERMINATED, PODS
+from triage.pages import ItemShape
+from triage.refs import PodRef
+from triage.slim import slim
+
+SEVEN = FIXTURES / "scenarios" / "seven-states"
+RECORDED = sorted(d for folder in ("scenarios", "scenarios-extra")
+                  for d in (FIXTURES / folder).iterdir() if (d / "pods.json").exists())
+SHAPES = {"pods.json": PodStore.slim, "nodes.json": NodeStore.slim}
+
+
+def as_page(items: list[dict[str, Any]]) -> bytes:
+    """A list page as kube-apiserver sends it: items without kind / apiVersion."""
+    return json.dumps({"kind": "List", "apiVersion": "v1",
+                       "metadata": {"resourceVersion": "7", "continue": "next"},
+                       "items": [{k: v for k, v in item.items() if k not in ("kind", "apiVersion")}
+                                 for item in items]}).encode()
+
+
+@pytest.mark.parametrize("directory", RECORDED, ids=[d.name for d in RECORDED])
+@pytest.mark.parametrize("file", sorted(SHAPES))
+def test_a_recorded_page_is_cut_as_slim_cuts_each_whole_item(directory: Path, file: str) -> None:
+    shape = SHAPES[file]
+    page = as_page(json.loads((directory / file).read_text())["items"])
+    cut = shape.cut_page(page)
+    assert cut is not None  # recorded objects fit the kept fields' types
+    metadata, items = cut
+    assert metadata == {"resourceVersion": "7", "continue": "next"}
+    whole = [slim(item, shape.keep) for item in json.loads(page)["items"]]
+    assert json.dumps(items) == json.dumps(whole)  # the same fields, in the same order
+    assert "managedFields" not in json.dumps(items)
+
+
+def odd_pods() -> list[dict[str, Any]]:
+    """Pods whose kept fields have JSON types the decoder's types do not expect."""
+    base = json.loads((SEVEN / "pods.json").read_text())["items"][0]
+    odd = []
+    for path, value in ((("spec", "containers"), ["not-an-object"]), (("status",), "Running"),
+                        (("spec", "initContainers"), 7), (("metadata",), "x")):
+        pod = copy.deepcopy(base)
+        pod["metadata"]["name"] += f"-odd-{len(odd)}"
+        target = pod
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        odd.append(pod)
+    return odd
+
+
+@pytest.mark.parametrize("pod", odd_pods(), ids=["container", "status", "init", "metadata"])
+def test_a_page_the_types_do_not_fit_is_not_cut(pod: dict[str, Any]) -> None:
+    assert PodStore.slim.cut_page(as_page([pod])) is None
+
+
+def test_a_page_the_types_do_not_fit_is_kept_as_slim_keeps_it(tmp_path: Path) -> None:
+    with FakeKubeAPI(SEVEN) as api:
+        odd = odd_pods()
+        for pod in (odd[0], odd[2]):  # of the others, the cache's own reads make nothing
+            api.apply(pod)
+        reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
+        shape = PodStore.slim
+        listed, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=3, keep=shape)
+        one_by_one, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=3,
+                                        keep=lambda item: shape(item))
+    assert json.dumps(listed) == json.dumps(one_by_one)
+    assert {"-odd-0", "-odd-2"} <= {p["metadata"]["name"][-6:] for p in listed}
+
+
+def test_an_item_shape_finishes_each_cut_item() -> None:
+    shape = ItemShape("Thing", {"metadata": {"name": True}},
+                      lambda item: None if item["metadata"]["name"] == "b" else item)
+    page = json.dumps({"items": [{"metadata": {"name": n, "uid": n}} for n in "abc"]}).encode()
+    assert shape.cut_page(page) == ({}, [{"metadata": {"name": n}} for n in "abc"])
+    assert shape({"metadata": {"name": "b", "uid": "b"}}) is None
+    assert shape({"metadata": {"name": "c", "uid": "c"}}) == {"metadata": {"name": "c"}}
+
+
+def test_a_truncated_first_page_is_the_answer_until_a_list_works(tmp_path: Path) -> None:
+    with FakeKubeAPI(SEVEN) as api:
+        api.inject("truncate", "^/api/v1/pods$", query="fieldSelector=", times=2)
+        client = load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        source = WatchSource(api_client=client, retry_delay=0.3).start()
+        try:
+            pods = source.cache._reflectors[1]
+            assert pods.resource is PODS
+            eventually(lambda: pods.list_error is not None)
+            assert pods.list_error == (f"The Kubernetes API server at {api.url} sent a "
+                                       "truncated or invalid JSON answer to list pods.")
+            assert source.wait_ready(5)
+            assert source.triage(PodRef("research", "full")).cause == "exhausted"
+        finally:
+            source.stop()

@@ -1,0 +1,176 @@
+"""Kueue read live: discovery, the preferred version, no request on a cluster (or a ref)
+Kueue has nothing to do with, and the watch cache's queued answers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.clusters.sources import LiveSource
+from tests.kubeapi import FakeKubeAPI, forbidden_status
+from tests.triage.cluster.conftest import FIXTURES, SEVEN, eventually, ref_of, watch_source
+
+KUEUE = FIXTURES / "scenarios" / "kueue-basics"
+EXPECTED = json.loads((KUEUE / "expected.json").read_text())
+PENDING = "/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues/team-a-cq/pendingworkloads"
+
+
+def kueue_paths(server: FakeKubeAPI, since: int = 0) -> list[str]:
+    """Kueue requests since ``since``, not counting the watch streams (they run on their own)."""
+    return [r.path for r in server.requests[since:]
+            if "kueue.x-k8s.io" in r.path and r.query.get("watch") != "1"]
+
+
+def test_a_cluster_without_kueue_costs_no_kueue_request(tmp_path: Path) -> None:
+    refs = json.loads((SEVEN / "expected.json").read_text())
+    with FakeKubeAPI(SEVEN) as server:
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        for ref in refs:
+            live.triage(ref_of(ref))
+        assert kueue_paths(server) == []
+        assert server.count() > len(refs)  # it did read the cluster
+
+
+def test_a_ref_kueue_has_nothing_to_do_with_costs_no_kueue_request(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        assert live.triage(ref_of("sandbox/debug-job")).cause == "pod-not-found"
+        # a running Kueue job: nothing of the queue changes that answer
+        assert live.triage(ref_of("team-a/train-bert")).cause == "scheduled"
+        assert live.triage(ref_of("team-a/train-bert-m44st")).cause == "scheduled"
+        assert kueue_paths(server) == []
+        before = server.mark()
+        assert live.triage(ref_of("team-a/eval-nightly")).cause == "queued"
+        # discovery, then flavors, ClusterQueues, LocalQueues, Workloads in v1beta2, and the
+        # one try of Kueue's visibility API (not served here: 404)
+        assert kueue_paths(server, before) == [
+            "/apis/kueue.x-k8s.io", "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
+            "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
+            "/apis/kueue.x-k8s.io/v1beta2/localqueues",
+            "/apis/kueue.x-k8s.io/v1beta2/workloads", PENDING]
+
+
+@pytest.mark.parametrize("versions", [("v1beta1", "v1beta2"), ("v1beta1",)],
+                         ids=["v1beta1-preferred", "v1beta1-only"])
+def test_the_preferred_version_is_read_and_answers_the_same(tmp_path: Path,
+                                                            versions: tuple[str, ...]) -> None:
+    with FakeKubeAPI(KUEUE) as newer:
+        live = LiveSource(kubeconfig=str(newer.kubeconfig(tmp_path / "newer")))
+        expected = {ref: live.triage(ref_of(ref)).to_dict() for ref in EXPECTED}
+    with FakeKubeAPI(KUEUE, kueue=versions) as older:
+        live = LiveSource(kubeconfig=str(older.kubeconfig(tmp_path / "older")))
+        answers = {ref: live.triage(ref_of(ref)).to_dict() for ref in EXPECTED}
+        read = {p for p in kueue_paths(older) if p.count("/") > 2}
+    assert answers == expected
+    assert read and all(p.startswith(("/apis/kueue.x-k8s.io/v1beta1/",
+                                      "/apis/visibility.kueue.x-k8s.io/v1beta1/")) for p in read)
+
+
+def test_a_group_served_only_in_an_unknown_version_is_one_sentence(tmp_path: Path) -> None:
+    group = {"kind": "APIGroup", "apiVersion": "v1", "name": "kueue.x-k8s.io", "code": 200,
+             "versions": [{"groupVersion": "kueue.x-k8s.io/v1", "version": "v1"}],
+             "preferredVersion": {"groupVersion": "kueue.x-k8s.io/v1", "version": "v1"}}
+    with FakeKubeAPI(KUEUE, kueue=()) as server:
+        server.inject("status", "^/apis/kueue.x-k8s.io$", status=group)
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-a/eval-nightly"))
+    assert verdict.cause == "queued" and "gpuwhy sees no Kueue objects" in verdict.action
+    assert verdict.error is not None and "serves kueue.x-k8s.io only as v1; gpuwhy reads " \
+        "v1beta2, v1beta1" in verdict.error
+
+
+def test_a_failed_kueue_read_is_noted_and_the_answer_stays_queued(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        server.inject("reset", "^/apis/kueue.x-k8s.io/v1beta2/workloads$", times=5)
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-a/eval-nightly"))
+    assert verdict.cause == "queued"
+    assert verdict.error is not None and "workloads.kueue.x-k8s.io" in verdict.error
+
+
+def test_the_cache_answers_queued_refs_without_a_kueue_request(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(10)
+            assert source.cache.counts()["workloads.kueue.x-k8s.io"] == 10
+            counts, asked = {}, []
+            for ref in ("team-a/eval-nightly", "team-b/notebook-gpu", "team-b/sd-train-n7lxm"):
+                before = server.mark()
+                assert source.triage(ref_of(ref)).cause == EXPECTED[ref]["cause"]
+                asked += kueue_paths(server, before)
+                counts[ref] = server.count(before)
+        finally:
+            source.stop()
+    # the visibility API, tried once (404: remembered); else nothing of Kueue's is read
+    assert asked == [PENDING]
+    # a pod: get it, list its events (as any pod); a Job its 11 lookups, as ml/finetune's in
+    # seven-states, and here the one try of the visibility API
+    assert counts == {"team-a/eval-nightly": 12, "team-b/notebook-gpu": 2,
+                      "team-b/sd-train-n7lxm": 2}
+
+
+def test_the_cache_of_a_cluster_without_kueue_asks_discovery_once(tmp_path: Path) -> None:
+    with FakeKubeAPI(SEVEN) as server:
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(10)
+            source.triage(ref_of("research/full"))
+            source.triage(ref_of("ml/finetune"))
+            assert kueue_paths(server) == ["/apis/kueue.x-k8s.io"]
+            counted = source.cache.counts()
+            assert "clusterqueues" not in counted and "workloads" in counted  # the gangs'
+            assert not [name for name in counted if "kueue" in name]
+        finally:
+            source.stop()
+
+
+def test_the_cache_follows_kueue_watch_events(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(10)
+            cluster_queue = json.loads(json.dumps(server.get_object("ClusterQueue", "",
+                                                                    "team-a-cq")))
+            cluster_queue["spec"]["stopPolicy"] = "Hold"
+            server.apply(cluster_queue)
+            eventually(lambda: "stopPolicy Hold" in source.triage(
+                ref_of("team-a/eval-nightly")).action)
+        finally:
+            source.stop()
+
+
+SUMMARY = {"kind": "PendingWorkloadsSummary", "apiVersion": "visibility.kueue.x-k8s.io/v1beta2",
+           "metadata": {}, "code": 200, "items": [
+               {"metadata": {"name": name, "namespace": "team-a"}, "priority": 100,
+                "localQueueName": "team-a-lq", "positionInClusterQueue": position,
+                "positionInLocalQueue": position}
+               for position, name in enumerate(("job-resnet-sweep-ee294", "job-big-pretrain-16711",
+                                                "job-eval-nightly-5ca2b"))]}
+
+
+def test_where_kueue_serves_its_visibility_api_the_position_is_its_word(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        server.inject("status", f"^{PENDING}$", status=SUMMARY)
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-a/eval-nightly"))
+        assert kueue_paths(server).count(PENDING) == 1  # one request at most
+    assert "wait (3rd of 3 pending in team-a-cq)" in verdict.action
+
+
+def test_a_refused_visibility_api_is_not_needed(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        server.inject("status", f"^{PENDING}$", status=forbidden_status(
+            "get", "clusterqueues", "visibility.kueue.x-k8s.io", name="team-a-cq"))
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(10)
+            verdict = source.triage(ref_of("team-a/eval-nightly"))
+            source.triage(ref_of("team-a/resnet-sweep"))
+        finally:
+            source.stop()
+        assert kueue_paths(server).count(PENDING) == 1  # refused once: not asked again
+    assert verdict.error is None  # not a read the answer lacks
+    assert "wait (1 pending ahead of it in team-a-cq)" in verdict.action
