@@ -155,6 +155,7 @@ def where_lines(answer: WhereAnswer, visible: NamespaceVisible = _everyone) -> l
         cause = Cause(answer.cause)
         lines.append(f"{cause_emoji(answer.cause)} {cause.value} — {ask.text}: "
                      f"{CAUSE_INFO[cause].summary}")
+    lines += answer.queues
     for chance in answer.behind_taints:
         flags = " ".join(f"--toleration {t}" for t in chance.taints)
         lines.append(f"{chance.name} has {chance.free} free behind {', '.join(chance.taints)}: "

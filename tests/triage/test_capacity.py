@@ -14,7 +14,7 @@ import pytest
 import requests
 import responses
 
-from bot.answer.capacity import group_lines
+from bot.answer.capacity import group_lines, where_text
 from bot.cli.main import main
 from bot.clusters.sources import LiveSource
 from tests.conftest import SCENARIOS
@@ -421,3 +421,43 @@ def test_without_prometheus_the_view_says_why(capsys: pytest.CaptureFixture[str]
     assert out.startswith("seven-states: 18 GPUs on 5 of 6 nodes: 4 held, 10 free\n"
                           f"no telemetry: Prometheus at {PROMETHEUS} is unreachable")
     assert "idle all of the last hour" not in out
+
+
+# kueue-basics' queues.json: team-a-cq gives flavor a100 8 nvidia.com/gpu, all 8 reserved
+# (status.flavorsReservation); team-b-cq flavor h100 16, all 16 reserved; team-c-cq names
+# ResourceFlavor h200, which is not among the flavors (a100, h100); ml has no LocalQueue.
+WHERE_QUEUES = [
+    ("team-a", 4, "Kueue, LocalQueue team-a/team-a-lq: queued: flavor a100 has 0 of 8 "
+                  "nvidia.com/gpu free; it needs 4."),
+    ("team-b", 8, "Kueue, LocalQueue team-b/team-b-lq: queued: flavor h100 has 0 of 16 "
+                  "nvidia.com/gpu free; it needs 8."),
+    ("ml", 1, "Kueue: namespace ml has no LocalQueue, so a Job there with "
+              "kueue.x-k8s.io/queue-name would wait for one (LocalQueues: team-a/team-a-lq, "
+              "team-b/team-b-lq, team-c/team-c-lq)."),
+]
+
+
+@pytest.mark.parametrize(("namespace", "count", "sentence"), WHERE_QUEUES)
+def test_where_on_a_kueue_cluster_adds_the_namespace_s_queue_quota(
+        namespace: str, count: int, sentence: str,
+        read_cluster: Callable[[str], Snapshot]) -> None:
+    answer = where(read_cluster("kueue-basics"),
+                   WhereAsk(count, "nvidia.com/gpu", namespace=namespace), DEFAULT_CONFIG)
+    assert answer.queues == (sentence,)
+    assert sentence in where_text(answer)
+
+
+def test_where_on_an_inactive_cluster_queue_says_why_nothing_is_admitted() -> None:
+    answer = where(Snapshot.from_dir(SCENARIOS / "kueue-basics"),
+                   WhereAsk(1, "nvidia.com/gpu", namespace="team-c"), DEFAULT_CONFIG)
+    assert len(answer.queues) == 1
+    assert answer.queues[0].startswith("Kueue, LocalQueue team-c/team-c-lq: queued: ")
+    assert "ClusterQueue team-c-cq is inactive: it names ResourceFlavor h200, which does not " \
+           "exist (existing: a100, h100)" in answer.queues[0]
+
+
+def test_where_without_kueue_says_nothing_of_queues() -> None:
+    answer = where(Snapshot.from_dir(SCENARIOS / "seven-states"),
+                   WhereAsk(1, "nvidia.com/gpu"), DEFAULT_CONFIG)
+    assert answer.queues == ()
+    assert "Kueue" not in where_text(answer)

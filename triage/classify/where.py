@@ -14,11 +14,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from scoring.nodes import UNSCHEDULABLE_TAINT, taint_text, tolerates
 from scoring.objects import K8sObject
 from scoring.verdict import Verdict
+from triage.classify.checks.queue import preview_admission
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.classify.resolve import triage
 from triage.config import TriageConfig
@@ -76,6 +78,9 @@ class WhereAnswer:
     fit_nodes: tuple[str, ...] = ()
     behind_taints: tuple[NodeChance, ...] = ()  # would fit with a toleration (not cordoned)
     nearest: tuple[NodeChance, ...] = ()  # closest to N free, when nothing fits
+    # On a Kueue cluster: what each of the namespace's LocalQueues would do with a Job asking
+    # N (admitted in a flavor, or queued and why), one sentence each.
+    queues: tuple[str, ...] = ()
 
     @property
     def cause(self) -> str:
@@ -143,7 +148,27 @@ def where(snapshot: Snapshot, ask: WhereAsk, config: TriageConfig) -> WhereAnswe
         verdict, Cause.TAINT_UNTOLERATED) if not by_class and not _cordoned(with_pod, name)
         and _free(with_pod, ask, name) >= ask.count)
     nearest = () if fit_nodes else _nearest(with_pod, ask, verdict, by_class)
-    return WhereAnswer(ask, fits, verdict, fit_nodes, behind[:MAX_NODES_NAMED], nearest)
+    return WhereAnswer(ask, fits, verdict, fit_nodes, behind[:MAX_NODES_NAMED], nearest,
+                       queue_quota(snapshot, ask))
+
+
+def queue_quota(snapshot: Snapshot, ask: WhereAsk) -> tuple[str, ...]:
+    """The namespace's LocalQueues and what each would do with a Job asking N now, by the
+    same quota arithmetic as a queued answer; nothing where the cluster has no Kueue."""
+    index = snapshot.queue_index
+    if not index:
+        return ()
+    local_queues = index.names("LocalQueue", ask.namespace)
+    if not local_queues:
+        elsewhere = ", ".join(sorted(f"{namespace}/{name}" for namespace, name
+                                     in index.by_kind.get("LocalQueue", {}))) or "none"
+        return (f"Kueue: namespace {ask.namespace} has no LocalQueue, so a Job there with "
+                f"kueue.x-k8s.io/queue-name would wait for one (LocalQueues: {elsewhere}).",)
+    return tuple(f"Kueue, LocalQueue {ask.namespace}/{queue}: "
+                 + ("admitted now: " if flavor else "queued: ") + sentence
+                 for queue in local_queues
+                 for flavor, sentence in [preview_admission(
+                     index, "it", ask.namespace, queue, ask.resource, Decimal(ask.count))])
 
 
 def would_be_pod(ask: WhereAsk, by_class: bool) -> K8sObject:

@@ -48,12 +48,20 @@ from scoring.nodes import node_name, selector_mismatches
 from scoring.objects import K8sObject, object_key
 from triage import queues
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER
-from triage.cluster.groups import list_queues, read_gangs, read_position, read_queues, ref_gangs
+from triage.cluster.groups import (
+    TRIAGE_QUEUE_KINDS,
+    list_queues,
+    read_gangs,
+    read_position,
+    read_queues,
+    ref_gangs,
+)
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.reader import ClusterReader, UnknownVersion
 from triage.cluster.refs import (
-    _owned_by,
     namespace_policy,
+    optional_read,
+    owned_by,
     read_dra,
     read_dra_policy,
     read_ref_objects,
@@ -224,8 +232,10 @@ def read_cluster(api_client: ApiClient, page_size: int = DEFAULT_PAGE_SIZE,
                  timeout: float = DEFAULT_TIMEOUT, cluster: str = "") -> Snapshot:
     """The whole cluster as the capacity view and ``where`` read it, cold: nodes and
     non-terminated pods (listed in two threads, slimmed as they arrive), DeviceClasses,
-    ResourceClaims and ResourceSlices."""
+    ResourceClaims and ResourceSlices, and Kueue's queues where the cluster serves them (a
+    queue that cannot be read is said in the snapshot's problems, not raised)."""
     reader = ClusterReader(api_client, timeout)
+    problems: list[str] = []
     with bulk_parse(freeze=False), ThreadPoolExecutor(2, "gpuwhy-list") as lists:
         listing_nodes = lists.submit(reader.list_all, NODES, page_size=page_size,
                                      keep=slim_nodes())
@@ -233,8 +243,11 @@ def read_cluster(api_client: ApiClient, page_size: int = DEFAULT_PAGE_SIZE,
         dra = [*served(reader, DEVICE_CLASSES, page_size=page_size),
                *served(reader, RESOURCE_CLAIMS, page_size=page_size),
                *served(reader, RESOURCE_SLICES, page_size=page_size)]
+        kueue = optional_read(problems, lambda: (
+            list_queues(reader, TRIAGE_QUEUE_KINDS, page_size), ""))
         nodes, pods = listing_nodes.result()[0], listing_pods.result()
-    return Snapshot(nodes=nodes, pods=pods, dra=dra, cluster=cluster or reader.server,
+    return Snapshot(nodes=nodes, pods=pods, dra=dra, queues=kueue,
+                    cluster=cluster or reader.server, problems=tuple(problems),
                     read_at=rfc3339(datetime.now(UTC)))
 
 
@@ -249,7 +262,7 @@ def _finished_pods_named(reader: ClusterReader, events: Iterable[K8sObject],
     finished = [pod for phase in ("Succeeded", "Failed")
                 for pod in reader.list_all(PODS, field_selector=f"status.phase={phase}",
                                            page_size=page_size)[0]]
-    return [pod for pod in finished if object_key(pod) in named or _owned_by(pod, owners)]
+    return [pod for pod in finished if object_key(pod) in named or owned_by(pod, owners)]
 
 
 def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEFAULT_PAGE_SIZE,

@@ -51,7 +51,7 @@ class RefObjects:
 
 
 def optional_read(problems: list[str] | None,
-              read: Callable[[], tuple[list[K8sObject], str]]) -> list[K8sObject]:
+                  read: Callable[[], tuple[list[K8sObject], str]]) -> list[K8sObject]:
     """Events, quotas and RuntimeClasses only corroborate or refine an answer: when one of
     them cannot be read, the triage goes on and the Verdict says what it lacked."""
     if problems is None:
@@ -138,10 +138,10 @@ def _children(reader: ClusterReader, workload: K8sObject,
     if workload.get("kind") == "Deployment":
         listed, _ = reader.list_all(WORKLOADS["ReplicaSet"], namespace, label_selector=selector,
                                 page_size=page_size)
-        replica_sets = [rs for rs in listed if _owned_by(rs, owners)]
+        replica_sets = [rs for rs in listed if owned_by(rs, owners)]
         owners = {rs["metadata"].get("uid") for rs in replica_sets}
     pods, _ = reader.list_all(PODS, namespace, label_selector=selector, page_size=page_size)
-    return replica_sets, [p for p in pods if _owned_by(p, owners)]
+    return replica_sets, [p for p in pods if owned_by(p, owners)]
 
 
 def _workloads_named_by(reader: ClusterReader, namespace: str, name: str,
@@ -171,7 +171,7 @@ def _controllers(reader: ClusterReader, workload: K8sObject) -> list[K8sObject]:
     return []
 
 
-def _owned_by(obj: K8sObject, uids: set[Any]) -> bool:
+def owned_by(obj: K8sObject, uids: set[Any]) -> bool:
     return any(o.get("uid") in uids for o in obj["metadata"].get("ownerReferences") or [])
 
 
