@@ -65,7 +65,7 @@ def counted_out(inventory: Inventory, free: list[SliceDevice], needed: int
     """Of devices no claim holds, those the shared counters they consume leave no room
     for once ``needed`` are taken, smallest consumers first (the most that can fit); each
     is held by a claim that consumes its counters (the partitions of one physical GPU)."""
-    left = {key: dict(counters) for key, counters in inventory._left.items()}
+    left = {key: dict(counters) for key, counters in inventory.counters_left.items()}
     out, fitted = [], 0
     consuming = [(device, counter_consumption(device)) for device in free]
     consuming.sort(key=lambda pair: sum(
@@ -76,7 +76,7 @@ def counted_out(inventory: Inventory, free: list[SliceDevice], needed: int
         short = [key for key, amounts in consumption if key in left and any(
             left[key].get(name, ZERO) < amount for name, amount in amounts.items())]
         if short:
-            holders = inventory._consumers.get(short[0]) or [
+            holders = inventory.counter_consumers.get(short[0]) or [
                 Holder(f"counter set {short[0][2]} of pool {short[0][1]}", ())]
             out.append((device, holders[0]))
             continue

@@ -102,18 +102,18 @@ class Inventory:
             for resource_slice in self.slices
             for spec in [resource_slice.get("spec") or {}]
             for counter_set in spec.get("sharedCounters") or [] if isinstance(counter_set, Mapping)}
-        self._left: dict[CounterKey, dict[str, Decimal]] = {
+        self.counters_left: dict[CounterKey, dict[str, Decimal]] = {
             key: dict(counters) for key, counters in self.counter_sets.items()}
-        self._consumers: dict[CounterKey, list[Holder]] = defaultdict(list)
+        self.counter_consumers: dict[CounterKey, list[Holder]] = defaultdict(list)
         if self.counter_sets:
             for device_key, holder in self.taken.items():
                 device = self.device(device_key)
                 for counter_key, amounts in (counter_consumption(device) if device else []):
-                    left = self._left.get(counter_key)
+                    left = self.counters_left.get(counter_key)
                     if left is not None:
                         for name, amount in amounts.items():
                             left[name] = left.get(name, ZERO) - amount
-                        self._consumers[counter_key].append(holder)
+                        self.counter_consumers[counter_key].append(holder)
 
     # -- devices per node -------------------------------------------------------------
 

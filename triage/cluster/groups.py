@@ -83,8 +83,14 @@ def read_queues(reader: ClusterReader, found: RefObjects,
                   for p in found.pods)
     if not held and not unbound:
         return []
-    return optional_read(found.problems, lambda: (list_queues(reader, TRIAGE_QUEUE_KINDS,
-                                                          page_size), ""))
+    return triage_queues(reader, found.problems, page_size)
+
+
+def triage_queues(reader: ClusterReader, problems: list[str],
+                  page_size: int = DEFAULT_PAGE_SIZE) -> list[K8sObject]:
+    """The Kueue kinds a triage reads; one that cannot be read is noted in ``problems``."""
+    return optional_read(problems, lambda: (list_queues(reader, TRIAGE_QUEUE_KINDS,
+                                                        page_size), ""))
 
 
 def read_position(reader: ClusterReader, found: RefObjects,

@@ -49,18 +49,17 @@ from scoring.objects import K8sObject, object_key
 from triage import queues
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER
 from triage.cluster.groups import (
-    TRIAGE_QUEUE_KINDS,
     list_queues,
     read_gangs,
     read_position,
     read_queues,
     ref_gangs,
+    triage_queues,
 )
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.reader import ClusterReader, UnknownVersion
 from triage.cluster.refs import (
     namespace_policy,
-    optional_read,
     owned_by,
     read_dra,
     read_dra_policy,
@@ -243,8 +242,7 @@ def read_cluster(api_client: ApiClient, page_size: int = DEFAULT_PAGE_SIZE,
         dra = [*served(reader, DEVICE_CLASSES, page_size=page_size),
                *served(reader, RESOURCE_CLAIMS, page_size=page_size),
                *served(reader, RESOURCE_SLICES, page_size=page_size)]
-        kueue = optional_read(problems, lambda: (
-            list_queues(reader, TRIAGE_QUEUE_KINDS, page_size), ""))
+        kueue = triage_queues(reader, problems, page_size)
         nodes, pods = listing_nodes.result()[0], listing_pods.result()
     return Snapshot(nodes=nodes, pods=pods, dra=dra, queues=kueue,
                     cluster=cluster or reader.server, problems=tuple(problems),
