@@ -149,6 +149,10 @@ def run_serve(args: argparse.Namespace) -> int:
             handler.close()  # type: ignore[no-untyped-call]
         if alerts is not None:
             alerts.close()  # before the journal's last chance: its posts are journaled too
+        if digest is not None:
+            # A digest being posted (its chart drawn, uploaded) ends before the store closes
+            # and the interpreter exits under it.
+            digest.join(STORE_GRACE_S)
         # Answers already acked still go out; the journal gets a last chance to store what
         # waits, and keeps on disk what it could not.
         state.close(STORE_GRACE_S)
