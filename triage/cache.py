@@ -14,8 +14,8 @@ from functools import cached_property
 
 import msgspec
 
+from scoring.nodetable import NodeInfo, node_info, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
-from triage.nodetable import NodeInfo, node_info, node_table
 from triage.pages import slim_nodes, slim_pods
 from triage.pods import Holdings, add_holding, extended_share, merge_pods, sum_requests
 from triage.slim import slim_node, slim_pod

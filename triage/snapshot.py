@@ -18,9 +18,9 @@ from typing import Any
 
 from scoring.dra import Inventory
 from scoring.hami import HamiNodeFit, HamiRequest, Registration, Usage, device_usage, fit_registered
+from scoring.nodetable import NodeInfo, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
-from triage.nodetable import NodeInfo, node_table
 from triage.pods import Holdings, holders, namespace_holdings, sum_requests
 from triage.queues import QueueIndex
 

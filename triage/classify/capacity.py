@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 from scoring.dra import Inventory, SliceDevice
 from scoring.nodes import UNSCHEDULABLE_TAINT, not_ready, taint_text
+from scoring.nodetable import NodeInfo
 from scoring.quantity import quantity_int
 from triage.config import TriageConfig
-from triage.nodetable import NodeInfo
 from triage.pods import pod_name
 from triage.snapshot import Snapshot
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from scoring.nodetable import NodeInfo
 from scoring.verdict import NodeReport
 from triage.classify.checks.admission import check_pod_not_found, check_quota, check_runtimeclass
 from triage.classify.checks.bound import check_node_runtime_error, check_scheduled
@@ -71,7 +72,6 @@ from triage.classify.subject import (
     selection_ignores_names,
     selects_nodes,
 )
-from triage.nodetable import NodeInfo
 from triage.vocabulary import CAUSES, FIT, Cause
 
 CHECKS: Mapping[Cause, tuple[Check, ...]] = {

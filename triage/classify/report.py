@@ -8,6 +8,7 @@ from operator import attrgetter
 
 from scoring.events import scheduler_scores
 from scoring.hami import pick_order
+from scoring.nodetable import NodeInfo
 from scoring.objects import object_key
 from scoring.summary import proposal_summary
 from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
@@ -17,7 +18,6 @@ from triage.classify.checks.hami import hami_fit
 from triage.classify.checks.queue import flavor_note
 from triage.classify.subject import Finding, Subject, primary
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
-from triage.nodetable import NodeInfo
 from triage.pods import pod_name
 from triage.vocabulary import CAUSES, FIT, NODE_UNREGISTERED, Cause
 

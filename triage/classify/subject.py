@@ -18,13 +18,13 @@ from typing import Any
 from scoring.dra import ClaimSet
 from scoring.gang import GangPlacement
 from scoring.hami import HamiNodeFit, HamiRequest
+from scoring.nodetable import HOSTNAME_LABEL, NodeInfo
 from scoring.objects import K8sObject
 from scoring.verdict import Evidence, NodeReport
 from triage import admission
 from triage.config import TriageConfig
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure
-from triage.nodetable import HOSTNAME_LABEL, NodeInfo
 from triage.pods import effective_request, pod_name
 from triage.refs import PodRef
 from triage.snapshot import Snapshot

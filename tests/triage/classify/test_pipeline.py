@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from scoring.nodetable import NodeInfo
 from tests.conftest import SCENARIOS
 from triage.classify.pipeline import CHECKS, PIPELINE, build_pipeline, run_pipeline
 from triage.classify.report import assemble
 from triage.classify.resolve import pod_subject
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, When
 from triage.config import DEFAULT_CONFIG
-from triage.nodetable import NodeInfo
 from triage.refs import PodRef
 from triage.snapshot import Snapshot
 from triage.vocabulary import CAUSE_ORDER, CAUSES, Cause

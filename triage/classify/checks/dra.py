@@ -31,6 +31,7 @@ from scoring.dra import (
 )
 from scoring.dra.binding import binding
 from scoring.nodes import labels
+from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.checks.dra_alternatives import chosen_alternative
 from triage.classify.checks.dra_shared import (
@@ -40,7 +41,6 @@ from triage.classify.checks.dra_shared import (
     shared_allocation_note,
 )
 from triage.classify.subject import Dropped, Finding, NodeFilterFn, Subject, scheduler_evidence
-from triage.nodetable import NodeInfo
 from triage.vocabulary import Cause
 
 

@@ -19,9 +19,9 @@ from scoring.dra.capacity import (
     amount,
     quantity_text,
 )
+from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.subject import Finding, Subject
-from triage.nodetable import NodeInfo
 from triage.vocabulary import Cause
 
 Failing = list[tuple[NodeInfo, RequestOutcome]]

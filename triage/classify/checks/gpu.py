@@ -6,11 +6,11 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 
 from __future__ import annotations
 
+from scoring.nodetable import NodeInfo
 from scoring.objects import is_terminated, is_terminating
 from scoring.verdict import Evidence
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
-from triage.nodetable import NodeInfo
 from triage.pods import effective_request, pod_name
 from triage.vocabulary import CAUSE_ORDER, Cause
 

@@ -20,9 +20,9 @@ from scoring.hami import (
     HamiRequest,
     fit_node,
 )
+from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, Finding, Subject
-from triage.nodetable import NodeInfo
 from triage.vocabulary import NODE_UNREGISTERED, Cause
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from scoring.nodetable import NodeInfo
 from scoring.quantity import parse_quantity
 from scoring.verdict import Evidence
 from triage.classify.checks.dra import binding_in_progress
@@ -19,7 +20,6 @@ from triage.messages import (
     pod_scheduled_false,
     scheduler_spoke,
 )
-from triage.nodetable import NodeInfo
 from triage.vocabulary import Cause
 
 _NONE = Decimal(0)

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.nodes import selector_mismatches
+from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, Finding, Subject
-from triage.nodetable import NodeInfo
 from triage.vocabulary import Cause
 
 

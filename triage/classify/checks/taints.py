@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.nodes import taint_text, tolerates
+from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, Finding, Subject, capital
-from triage.nodetable import NodeInfo
 from triage.vocabulary import Cause
 
 # Taints the node lifecycle controller sets for node conditions (not-ready, unreachable,
