@@ -10,13 +10,8 @@ from bot.store.engine import (
     make_engine,
     one_line,
 )
-from bot.store.incidents import (
-    DuplicateThreadError,
-    PendingIncident,
-    RecordingStore,
-    Store,
-    StoredIncident,
-)
+from bot.store.incidents import DuplicateThreadError, Store, StoredIncident
+from bot.store.recording import PendingIncident, RecordingStore
 
 __all__ = [
     "MIGRATIONS_DIR",

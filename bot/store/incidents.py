@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,7 +35,6 @@ from bot.store.engine import (
     safe_url,
 )
 from bot.store.models import Base, DigestRun, Incident, SlackEvent, SlackRequest
-from bot.web.metrics import STORE_WRITES_FAILED
 from scoring.verdict import Verdict
 
 log = logging.getLogger(__name__)
@@ -86,7 +84,8 @@ class StoredIncident:
     message_ts: str | None
 
 
-def _utc(at: datetime | None) -> datetime:
+def utc(at: datetime | None) -> datetime:
+    """``at`` in UTC (now when None); a naive datetime is refused, never guessed."""
     if at is None:
         return datetime.now(UTC)
     if at.tzinfo is None:
@@ -213,10 +212,10 @@ class Store:
         Digest claims younger than DIGEST_CLAIM_RETENTION stay whatever ``before`` says:
         without last week's claim a restarted bot would post last week's digest again.
         """
-        claims_before = min(_utc(before), datetime.now(UTC) - DIGEST_CLAIM_RETENTION)
+        claims_before = min(utc(before), datetime.now(UTC) - DIGEST_CLAIM_RETENTION)
         conditions = (
-            (Incident, Incident.created_at < _utc(before)),
-            (SlackEvent, SlackEvent.received_at < _utc(before)),
+            (Incident, Incident.created_at < utc(before)),
+            (SlackEvent, SlackEvent.received_at < utc(before)),
             (DigestRun, DigestRun.claimed_at < claims_before),
         )
         counts = []
@@ -246,7 +245,7 @@ class Store:
             raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
         namespace, _, name = verdict.ref.partition("/")
         row = Incident(
-            created_at=_utc(at),
+            created_at=utc(at),
             cluster=cluster,
             namespace=namespace,
             name=name,
@@ -285,7 +284,7 @@ class Store:
         """Incidents with start <= created_at < end, oldest first."""
         query = (
             select(Incident)
-            .where(Incident.created_at >= _utc(start), Incident.created_at < _utc(end))
+            .where(Incident.created_at >= utc(start), Incident.created_at < utc(end))
             .order_by(Incident.created_at, Incident.id)
         )
         with self._failures("read incidents"), self._sessions() as session:
@@ -294,7 +293,7 @@ class Store:
     def causes_before(self, moment: datetime, cluster: str | None = None) -> set[str]:
         """Every cause word recorded before ``moment`` (in ``cluster``, when one is named), to
         tell which causes are new."""
-        query = select(Incident.cause).where(Incident.created_at < _utc(moment))
+        query = select(Incident.cause).where(Incident.created_at < utc(moment))
         if cluster is not None:
             query = query.where(Incident.cluster == cluster)
         query = query.distinct()
@@ -319,14 +318,14 @@ class Store:
 
     def claim_event(self, event_id: str, at: datetime | None = None) -> bool:
         """True for exactly one caller per Slack event id: that one answers the event."""
-        return self._claim(SlackEvent(event_id=event_id, received_at=_utc(at)),
+        return self._claim(SlackEvent(event_id=event_id, received_at=utc(at)),
                            "claim a Slack event")
 
     def claim_request(self, key: str, at: datetime | None = None) -> bool:
         """True for exactly one caller per signed Slack request (``key``: its timestamp and
         signature): a request replayed within the signature window, to this replica or
         another, is answered once."""
-        return self._claim(SlackRequest(key=key, received_at=_utc(at)), "claim a Slack request")
+        return self._claim(SlackRequest(key=key, received_at=utc(at)), "claim a Slack request")
 
     def _claim(self, row: SlackEvent | SlackRequest, doing: str) -> bool:
         """Insert a claim; claims older than EVENT_RETENTION are pruned first, at most once
@@ -341,7 +340,7 @@ class Store:
         """Forget event and request claims made before ``before``; returns how many."""
         with self._failures("prune Slack event claims"), self._sessions.begin() as session:
             return sum(cast(CursorResult[Any], session.execute(
-                delete(table).where(table.received_at < _utc(before)))).rowcount
+                delete(table).where(table.received_at < utc(before)))).rowcount
                 for table in (SlackEvent, SlackRequest))
 
     def release_digest(self, week_key: str, channel: str) -> None:
@@ -351,107 +350,3 @@ class Store:
         )
         with self._failures("release the digest claim"), self._sessions.begin() as session:
             session.execute(query)
-
-
-@dataclass(frozen=True)
-class PendingIncident:
-    """An answer on its way into the store (kept in memory, or in the journal)."""
-
-    verdict: Verdict
-    cluster: str
-    asked_by: str
-    source: str
-    channel: str | None
-    message_ts: str | None
-    at: datetime
-
-
-class RecordingStore:
-    """Store.record that never raises: a failed write is logged and kept for a retry.
-
-    The retry happens on the next record() and on flush(); the queue is bounded so a long
-    outage cannot eat the bot's memory (the oldest entries go first, with a log line).
-    """
-
-    def __init__(self, store: Store, max_pending: int = 1000) -> None:
-        self.store = store
-        self._pending: deque[PendingIncident] = deque()
-        self._max_pending = max_pending
-        self._lock = threading.Lock()
-
-    @property
-    def pending(self) -> int:
-        with self._lock:
-            return len(self._pending)
-
-    def record(
-        self,
-        verdict: Verdict,
-        *,
-        cluster: str,
-        asked_by: str,
-        source: str,
-        channel: str | None = None,
-        message_ts: str | None = None,
-        at: datetime | None = None,
-    ) -> int | None:
-        """The incident id, or None when it waits for a retry."""
-        incident = PendingIncident(verdict, cluster, asked_by, source, channel, message_ts,
-                                    _utc(at))
-        error = self._retry()
-        if error is None:
-            try:
-                return self._write(incident)
-            except DuplicateThreadError:
-                return None
-            except StoreError as exc:
-                error = exc
-        self._keep(incident, error)
-        return None
-
-    def flush(self) -> bool:
-        """Retry waiting incidents, oldest first; True when none is left waiting."""
-        error = self._retry()
-        if error is not None:
-            log.warning("incident store: %d incidents waiting, retry failed: %s",
-                        self.pending, error)
-        return error is None
-
-    def _retry(self) -> StoreError | None:
-        while True:
-            with self._lock:
-                if not self._pending:
-                    return None
-                incident = self._pending.popleft()
-            try:
-                self._write(incident)
-            except DuplicateThreadError:
-                continue  # an earlier attempt did reach the database
-            except StoreError as exc:
-                with self._lock:
-                    self._pending.appendleft(incident)
-                return exc
-
-    def _write(self, incident: PendingIncident) -> int:
-        try:
-            return self.store.record(
-                incident.verdict, cluster=incident.cluster, asked_by=incident.asked_by,
-                source=incident.source, channel=incident.channel, message_ts=incident.message_ts,
-                at=incident.at,
-            )
-        except DuplicateThreadError:
-            raise
-        except StoreError:
-            STORE_WRITES_FAILED.inc()
-            raise
-
-    def _keep(self, incident: PendingIncident, error: StoreError) -> None:
-        with self._lock:
-            if len(self._pending) >= self._max_pending:
-                dropped = self._pending.popleft()
-                log.error("incident store: queue full, dropped %s from %s",
-                          dropped.verdict.ref, dropped.at.isoformat())
-            self._pending.append(incident)
-            waiting = len(self._pending)
-        log.warning("incident store: %s not stored yet (%d waiting): %s",
-                    incident.verdict.ref, waiting, error)
