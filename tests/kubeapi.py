@@ -299,9 +299,10 @@ class FakeKubeAPI:
             self._lock.notify_all()
             return new
 
-    def delete(self, kind_name: str, namespace: str, name: str) -> None:
+    def delete(self, kind_name: str, namespace: str, name: str, group: str = "") -> None:
+        """Delete an object, as a controller would (``group``: of a kind two groups name)."""
         with self._lock:
-            kind = BY_KIND[kind_name]
+            kind = BY_GROUP_KIND[(group, kind_name)] if group else BY_KIND[kind_name]
             if kind.plural == "pods":
                 self._unindex_pod((namespace, name))
             old = self._objects[kind.store].pop((namespace, name))

@@ -13,7 +13,7 @@ from kubernetes.client import ApiClient
 
 from scoring.objects import K8sObject
 from triage import queues
-from triage.cluster.groups import TRIAGE_QUEUE_KINDS, list_queues
+from triage.cluster.kueue import TRIAGE_QUEUE_KINDS, list_queues
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.reader import ClusterReader
 from triage.cluster.refs import namespace_policy

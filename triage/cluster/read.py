@@ -26,8 +26,9 @@ which nodes matter is only known once classify has run, and classify must get it
 whole, up front. Lists come back in the API server's order (namespace, name), as in a dump
 ``kubectl get -o json`` wrote.
 
-The ref's own objects are read by ``triage.cluster.refs``, its gangs and Kueue's objects by
-``triage.cluster.groups``; this module puts them together with the nodes and pods.
+The ref's own objects are read by ``triage.cluster.refs``, its gangs by
+``triage.cluster.groups``, Kueue's objects by ``triage.cluster.kueue``; this module puts them
+together with the nodes and pods.
 
 ``WatchCache`` keeps nodes, non-terminated pods and the DRA objects in memory (list +
 watch), so a triage from it costs only the per-ref reads above, whatever the cluster size.
@@ -48,14 +49,8 @@ from scoring.nodes import node_name, selector_mismatches
 from scoring.objects import K8sObject, object_key
 from triage import queues
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER
-from triage.cluster.groups import (
-    list_queues,
-    read_gangs,
-    read_position,
-    read_queues,
-    ref_gangs,
-    triage_queues,
-)
+from triage.cluster.groups import read_gangs, ref_gangs
+from triage.cluster.kueue import list_queues, read_position, read_queues, triage_queues
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.reader import ClusterReader, UnknownVersion
 from triage.cluster.refs import (

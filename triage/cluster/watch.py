@@ -19,7 +19,8 @@ from scoring.objects import K8sObject, object_key
 from triage import queues
 from triage.cache import IndexedSnapshot, NodeStore, ObjectStore, PodStore
 from triage.cluster.errors import Expired, one_line
-from triage.cluster.groups import read_gang_pods, read_position
+from triage.cluster.groups import read_gang_pods
+from triage.cluster.kueue import read_position
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.reader import ClusterReader, Forbidden, NotServed, UnknownVersion
 from triage.cluster.refs import read_ref_objects, ref_policy

@@ -41,15 +41,68 @@ def test_a_ref_kueue_has_nothing_to_do_with_costs_no_kueue_request(tmp_path: Pat
         assert live.triage(ref_of("team-a/train-bert")).cause == "scheduled"
         assert live.triage(ref_of("team-a/train-bert-m44st")).cause == "scheduled"
         assert kueue_paths(server) == []
-        before = server.mark()
-        assert live.triage(ref_of("team-a/eval-nightly")).cause == "queued"
-        # discovery, then flavors, ClusterQueues, LocalQueues, Workloads in v1beta2, and the
-        # one try of Kueue's visibility API (not served here: 404)
-        assert kueue_paths(server, before) == [
-            "/apis/kueue.x-k8s.io", "/apis/kueue.x-k8s.io/v1beta2/resourceflavors",
-            "/apis/kueue.x-k8s.io/v1beta2/clusterqueues",
-            "/apis/kueue.x-k8s.io/v1beta2/localqueues",
-            "/apis/kueue.x-k8s.io/v1beta2/workloads", PENDING]
+
+
+V1BETA2 = "/apis/kueue.x-k8s.io/v1beta2"
+# What a cold triage of each ref Kueue holds reads of Kueue, after discovery and before the
+# one try of the visibility API: GETs of its LocalQueue, ClusterQueue and flavors; a list
+# only where the answer names what exists, counts who holds the quota or who is ahead
+# (the namespaces whose LocalQueues feed the ClusterQueue), or what the cohort lends.
+COLD_KUEUE_READS = {
+    # quota short, borrowingLimit 0: the cohort is not read
+    "team-a/eval-nightly": [
+        f"{V1BETA2}/namespaces/team-a/localqueues/team-a-lq",
+        f"{V1BETA2}/clusterqueues/team-a-cq", f"{V1BETA2}/resourceflavors/a100",
+        f"{V1BETA2}/localqueues", f"{V1BETA2}/namespaces/team-a/workloads"],
+    # the LocalQueue named does not exist: the namespace's LocalQueues, then its Workload
+    # (by the job-uid label Kueue puts on it)
+    "team-b/render-batch": [
+        f"{V1BETA2}/namespaces/team-b/localqueues/team-b-queue",
+        f"{V1BETA2}/namespaces/team-b/localqueues", f"{V1BETA2}/namespaces/team-b/workloads"],
+    # the flavor the ClusterQueue names does not exist: the ones that do
+    "team-c/sim-h200": [
+        f"{V1BETA2}/namespaces/team-c/localqueues/team-c-lq",
+        f"{V1BETA2}/clusterqueues/team-c-cq", f"{V1BETA2}/resourceflavors/h200",
+        f"{V1BETA2}/resourceflavors", f"{V1BETA2}/namespaces/team-c/workloads"],
+    # no borrowingLimit on nvidia.com/gpu: the cohort's ClusterQueues
+    "team-b/notebook-gpu": [
+        f"{V1BETA2}/namespaces/team-b/localqueues/team-b-lq",
+        f"{V1BETA2}/clusterqueues/team-b-cq", f"{V1BETA2}/resourceflavors/h100",
+        f"{V1BETA2}/localqueues", f"{V1BETA2}/namespaces/team-b/workloads",
+        f"{V1BETA2}/clusterqueues"],
+    # admitted, its pods pending: the Workload (named in the pods' annotation) and its flavor
+    "team-b/sd-train-n7lxm": [f"{V1BETA2}/namespaces/team-b/workloads/job-sd-train-8350d",
+                              f"{V1BETA2}/resourceflavors/h100"],
+}
+
+
+@pytest.mark.parametrize("ref", sorted(COLD_KUEUE_READS))
+def test_a_cold_queued_ref_reads_what_its_answer_needs(tmp_path: Path, ref: str) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        assert live.triage(ref_of(ref)).cause == EXPECTED[ref]["cause"]
+        paths = kueue_paths(server)
+        selectors = [r.query.get("labelSelector", "") for r in server.requests
+                     if r.path.endswith("/workloads") and "kueue" in r.path]
+    assert paths[0] == "/apis/kueue.x-k8s.io"
+    reads = [p for p in paths[1:] if "visibility" not in p]
+    assert reads == COLD_KUEUE_READS[ref]
+    assert len([p for p in paths if "visibility" in p]) <= 1
+    # no Workload of another namespace, and never every Workload of the cluster
+    assert f"{V1BETA2}/workloads" not in paths
+    if ref == "team-b/render-batch":
+        assert selectors == ["kueue.x-k8s.io/job-uid=e3e5acbd-1ed6-4e48-91b5-21cfab25cd34"]
+
+
+def test_a_preempted_workloads_preemptor_is_read_where_it_waits(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-a/resnet-sweep"))
+        paths = kueue_paths(server)
+    # team-a/llm-finetune preempted it in team-a-cq: among the Workloads read for the quota
+    assert "to admit team-a/llm-finetune (priority 1000 prod-high > 100 batch-low)" in (
+        verdict.action)
+    assert f"{V1BETA2}/workloads" not in paths
 
 
 @pytest.mark.parametrize("versions", [("v1beta1", "v1beta2"), ("v1beta1",)],
@@ -83,7 +136,8 @@ def test_a_group_served_only_in_an_unknown_version_is_one_sentence(tmp_path: Pat
 
 def test_a_failed_kueue_read_is_noted_and_the_answer_stays_queued(tmp_path: Path) -> None:
     with FakeKubeAPI(KUEUE) as server:
-        server.inject("reset", "^/apis/kueue.x-k8s.io/v1beta2/workloads$", times=5)
+        server.inject("reset", "^/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads$",
+                      times=5)
         live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
         verdict = live.triage(ref_of("team-a/eval-nightly"))
     assert verdict.cause == "queued"
@@ -174,3 +228,14 @@ def test_a_refused_visibility_api_is_not_needed(tmp_path: Path) -> None:
         assert kueue_paths(server).count(PENDING) == 1  # refused once: not asked again
     assert verdict.error is None  # not a read the answer lacks
     assert "wait (1 pending ahead of it in team-a-cq)" in verdict.action
+
+
+def test_nothing_of_kueue_for_the_ref_is_told_from_no_kueue_at_all(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        server.delete("Workload", "team-b", "job-render-batch-176d5", "kueue.x-k8s.io")
+        server.delete("LocalQueue", "team-b", "team-b-lq")
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-b/render-batch"))
+    # the ClusterQueues it read say Kueue is there: the namespace just has no LocalQueue
+    assert "the namespace has no LocalQueue at all" in verdict.action
+    assert "gpuwhy sees no Kueue objects" not in verdict.action
