@@ -222,6 +222,14 @@ def admitted_in(workload: Mapping[str, Any]) -> str:
     return text(part(part(workload, "status"), "admission"), "clusterQueue")
 
 
+def ran_before(workload: Mapping[str, Any]) -> bool:
+    """Kueue admitted the Workload once and took it back (evicted, preempted, re-queued): its
+    job may have run, and left events, since."""
+    return (condition(workload, "Evicted") is not None
+            or condition(workload, "Requeued") is not None
+            or bool(entries(part(part(workload, "status"), "schedulingStats"), "evictions")))
+
+
 def pod_count(workload: Mapping[str, Any]) -> int:
     return sum(count for pod_set in entries(part(workload, "spec"), "podSets")
                if isinstance(count := pod_set.get("count"), int) and count > 0)

@@ -9,6 +9,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from contextlib import closing, suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -23,7 +24,7 @@ from triage.cluster.groups import read_gang_pods
 from triage.cluster.kueue import read_position
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.reader import ClusterReader, Forbidden, NotServed, UnknownVersion
-from triage.cluster.refs import read_ref_objects, ref_policy
+from triage.cluster.refs import RefObjects, events_about, owned_by, read_ref_objects, ref_policy
 from triage.cluster.resources import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
@@ -34,6 +35,7 @@ from triage.cluster.resources import (
     RESOURCE_CLAIMS,
     RESOURCE_SLICES,
     SCHEDULING_GROUP,
+    WORKLOADS,
     Resource,
     gang_resources,
     kueue_resource,
@@ -220,6 +222,57 @@ class _QueueDiscovery:
 
 # Kueue's kinds the cache keeps: few, but Workloads (slim) grow with the queued jobs.
 CACHED_QUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "Workload")
+# The kinds a Kueue Workload stands for that a ref may name, by the owner reference's
+# apiVersion and kind: a ref to one of them Kueue holds is read with one GET.
+QUEUED_OWNERS = {("batch/v1", "Job"): WORKLOADS["Job"]}
+
+
+class _WorkloadStore(ObjectStore):
+    """Kueue's Workloads (slim), each also by the object it stands for (its controller owner
+    reference): the Workload of a Job ref is found without a request."""
+
+    def __init__(self) -> None:
+        super().__init__(queues.slim_workload)
+        self._owners_lock = threading.Lock()
+        self._by_owner: dict[tuple[str, str, str, str], K8sObject] = {}
+        self._owner_of: dict[tuple[str, str], tuple[str, str, str, str]] = {}
+
+    def replace(self, items: Iterable[K8sObject]) -> None:
+        kept = list(items)
+        super().replace(kept)
+        with self._owners_lock:
+            self._by_owner, self._owner_of = {}, {}
+            for workload in kept:
+                self._index(workload)
+
+    def upsert(self, obj: K8sObject) -> None:
+        super().upsert(obj)
+        with self._owners_lock:
+            self._unindex(object_key(obj))
+            self._index(self.slim(obj))
+
+    def remove(self, obj: K8sObject) -> None:
+        super().remove(obj)
+        with self._owners_lock:
+            self._unindex(object_key(obj))
+
+    def owned_by(self, api_version: str, kind: str, namespace: str,
+                 name: str) -> K8sObject | None:
+        with self._owners_lock:
+            return self._by_owner.get((api_version, kind, namespace, name))
+
+    def _index(self, workload: K8sObject) -> None:
+        namespace = object_key(workload)[0]
+        for owner in queues.entries(queues.part(workload, "metadata"), "ownerReferences"):
+            if owner.get("controller"):
+                key = (queues.text(owner, "apiVersion"), queues.text(owner, "kind"), namespace,
+                       queues.text(owner, "name"))
+                self._by_owner[key] = workload
+                self._owner_of[object_key(workload)] = key
+
+    def _unindex(self, workload: tuple[str, str]) -> None:
+        if (owner := self._owner_of.pop(workload, None)) is not None:
+            self._by_owner.pop(owner, None)
 
 
 class WatchCache:
@@ -252,7 +305,8 @@ class WatchCache:
         self.pod_groups = ObjectStore()
         workloads, pod_groups = gang_resources("")
         # Kueue's objects, by kind: watched only where discovery says the group is served
-        self.queues = {kind: ObjectStore(queues.slim_workload if kind == "Workload" else None)
+        self.kueue_workloads = _WorkloadStore()
+        self.queues = {kind: self.kueue_workloads if kind == "Workload" else ObjectStore()
                        for kind in CACHED_QUEUE_KINDS}
         self._discovery = _QueueDiscovery(self)
         self._reflectors: tuple[_Reflector, ...] = (
@@ -350,9 +404,12 @@ class WatchCache:
     def snapshot_for(self, ref: PodRef, cluster: str = "") -> IndexedSnapshot:
         """The Snapshot for one triage: per-ref reads from the API, nodes and pods from memory."""
         self._check_ready()
-        found = read_ref_objects(self.reader, ref, self.page_size)
+        held = self._held_by_kueue(ref)
+        found = held or read_ref_objects(self.reader, ref, self.page_size)
         read_gang_pods(self.reader, found, ref, self._gangs(), self.page_size)
-        quotas, runtime_classes = ref_policy(self.reader, found, ref.namespace, self.page_size)
+        # a workload kept suspended wants no pods: no quota or RuntimeClass can decide
+        quotas, runtime_classes = ([], []) if held else ref_policy(
+            self.reader, found, ref.namespace, self.page_size)
         return self._view(
             cluster, pods=found.pods, events=found.events, resourcequotas=quotas,
             runtimeclasses=runtime_classes, workloads=found.workloads,
@@ -381,6 +438,33 @@ class WatchCache:
             cluster=cluster or self.reader.server, read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node, requested_by_node=requested, holdings_by_node=holdings,
             **fetched)
+
+    def _held_by_kueue(self, ref: PodRef) -> RefObjects | None:
+        """The ref read with one GET when it names a Job the cache knows Kueue holds: a cached
+        Workload it owns has no quota, the Job is still suspended and has no pods; None
+        otherwise (the ref is read as any other). Its events only if it ran before (evicted,
+        re-queued): only then may the Job controller have recorded a FailedCreate."""
+        namespace = ref.namespace
+        for (api_version, kind), resource in QUEUED_OWNERS.items():
+            workload = self.kueue_workloads.owned_by(api_version, kind, namespace, ref.name)
+            if workload is None or queues.admitted_in(workload):
+                continue
+            if any(object_key(pod)[1] == ref.name for pod in self.pods.in_namespace(namespace)):
+                return None  # a pod of that name: the ref names it
+            owner = self.reader.get(resource, namespace, ref.name)
+            uid = queues.text(queues.part(owner, "metadata"), "uid")
+            owners = {queues.text(o, "uid") for o in queues.entries(
+                queues.part(workload, "metadata"), "ownerReferences")}
+            if owner is None or uid not in owners or not (owner.get("spec") or {}).get(
+                    "suspend") or queues.queue_name(owner) is None or any(
+                    owned_by(pod, {uid}) for pod in self.pods.in_namespace(namespace)):
+                return None
+            found = RefObjects(workloads=[owner])
+            if queues.ran_before(workload):
+                found.events = events_about(self.reader, namespace, [ref.name], self.page_size,
+                                            found.problems)
+            return found
+        return None
 
     def _queues(self) -> list[K8sObject]:
         return [obj for kind in CACHED_QUEUE_KINDS for obj in self.queues[kind].view()]

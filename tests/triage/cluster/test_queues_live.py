@@ -144,26 +144,53 @@ def test_a_failed_kueue_read_is_noted_and_the_answer_stays_queued(tmp_path: Path
     assert verdict.error is not None and "workloads.kueue.x-k8s.io" in verdict.error
 
 
-def test_the_cache_answers_queued_refs_without_a_kueue_request(tmp_path: Path) -> None:
+# Requests of a triage from the watch cache, for each ref Kueue holds or admitted, after the
+# visibility API was tried once (404 here: remembered). A Job Kueue holds: its own GET (the
+# cached Workload it owns says so), and the events about it only when it ran before (its
+# Workload was preempted: the Job controller may have recorded a FailedCreate since). A pod:
+# its GET and the events about it, as any pod.
+CACHED_REQUESTS = {"team-a/eval-nightly": 1, "team-a/big-pretrain": 1, "team-b/render-batch": 1,
+                   "team-c/sim-h200": 1, "team-a/resnet-sweep": 2, "team-b/notebook-gpu": 2,
+                   "team-b/sd-train-n7lxm": 2}
+
+
+def test_the_cache_answers_queued_refs_in_two_requests_at_most(tmp_path: Path) -> None:
     with FakeKubeAPI(KUEUE) as server:
         source = watch_source(server, tmp_path).start()
         try:
             assert source.wait_ready(10)
             assert source.cache.counts()["workloads.kueue.x-k8s.io"] == 10
+            before = server.mark()
+            source.triage(ref_of("team-a/eval-nightly"))
+            tried = [r.path for r in server.requests[before:] if r.query.get("watch") != "1"]
             counts, asked = {}, []
-            for ref in ("team-a/eval-nightly", "team-b/notebook-gpu", "team-b/sd-train-n7lxm"):
+            for ref in CACHED_REQUESTS:
                 before = server.mark()
                 assert source.triage(ref_of(ref)).cause == EXPECTED[ref]["cause"]
                 asked += kueue_paths(server, before)
                 counts[ref] = server.count(before)
         finally:
             source.stop()
-    # the visibility API, tried once (404: remembered); else nothing of Kueue's is read
-    assert asked == [PENDING]
-    # a pod: get it, list its events (as any pod); a Job its 11 lookups, as ml/finetune's in
-    # seven-states, and here the one try of the visibility API
-    assert counts == {"team-a/eval-nightly": 12, "team-b/notebook-gpu": 2,
-                      "team-b/sd-train-n7lxm": 2}
+    # the first: the Job's GET and the one try of the visibility API (404)
+    assert tried == ["/apis/batch/v1/namespaces/team-a/jobs/eval-nightly",
+                                       PENDING]
+    assert asked == []  # nothing of Kueue's is read per triage: the cache has it
+    assert counts == CACHED_REQUESTS
+
+
+def test_a_job_the_cache_thinks_queued_but_admitted_since_is_read_whole(tmp_path: Path) -> None:
+    with FakeKubeAPI(KUEUE) as server:
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(10)
+            job = json.loads(json.dumps(server.get_object("Job", "team-a", "eval-nightly")))
+            job["spec"]["suspend"] = False  # Kueue let it start; the Workload's event not seen
+            server.apply(job)
+            verdict = source.triage(ref_of("team-a/eval-nightly"))
+        finally:
+            source.stop()
+    # not suspended: the Job is read as any other (its pods, its events), and answered so
+    assert verdict.cause != "queued"
 
 
 def test_the_cache_of_a_cluster_without_kueue_asks_discovery_once(tmp_path: Path) -> None:
