@@ -18,7 +18,7 @@ from bot.cli.options import add_cluster_options, fail
 from bot.config import ConfigError, load_config
 from scoring.objects import K8sObject
 from triage.classify import triage
-from triage.classify.checks.queue import preview_admission
+from triage.classify.checks.queue_quota import preview_admission
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.cluster import (
     AdmissionRejected,

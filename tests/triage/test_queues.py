@@ -214,7 +214,9 @@ ODD_VALUES = ["text", [1, "x"], None]
 PATHS = [("spec",), ("status",), ("spec", "resourceGroups"), ("spec", "podSets"),
          ("status", "conditions"), ("status", "admission"), ("status", "flavorsReservation"),
          ("spec", "nodeLabels"), ("spec", "tolerations"), ("metadata", "ownerReferences"),
-         ("spec", "clusterQueue"), ("spec", "queueName"), ("spec", "priorityClassRef")]
+         ("spec", "clusterQueue"), ("spec", "queueName"), ("spec", "priorityClassRef"),
+         ("spec", "cohortName"), ("spec", "stopPolicy"), ("spec", "nodeTaints"),
+         ("status", "schedulingStats")]
 
 
 @pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
@@ -230,3 +232,14 @@ def test_odd_shapes_anywhere_give_an_answer(kueue: Lists, path: tuple[str, ...],
     for ref in ("team-a/eval-nightly", "team-b/notebook-gpu", "team-c/sim-h200",
                 "team-a/resnet-sweep", "team-b/sd-train", "team-b/render-batch"):
         assert answer(kueue, ref).cause in ("queued", "exhausted"), ref
+
+
+@pytest.mark.parametrize("containers", ["text", [1, "x"], [{"resources": "lots"}],
+                                        [{"resources": {"limits": {"nvidia.com/gpu": "two"}}}]],
+                         ids=repr)
+def test_a_pod_set_template_of_an_odd_shape_gives_an_answer(kueue: Lists,
+                                                             containers: Any) -> None:
+    workload = queue_object(kueue, "Workload", "job-eval-nightly-5ca2b")
+    workload["spec"]["podSets"][0]["template"]["spec"]["containers"] = containers
+    verdict = answer(kueue, "team-a/eval-nightly")
+    assert verdict.cause == "queued" and "2 short" in verdict.action

@@ -15,7 +15,7 @@ from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from scoring.whole import gfd_devices, whole_gpu_score
 from triage.classify.checks.gang import gang_summary
 from triage.classify.checks.hami import hami_fit
-from triage.classify.checks.queue import flavor_note
+from triage.classify.checks.queue_flavor import flavor_note
 from triage.classify.subject import Finding, Subject, primary
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
 from triage.pods import pod_name

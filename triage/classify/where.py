@@ -20,7 +20,7 @@ from typing import Any
 from scoring.nodes import UNSCHEDULABLE_TAINT, taint_text, tolerates
 from scoring.objects import K8sObject
 from scoring.verdict import Verdict
-from triage.classify.checks.queue import preview_admission
+from triage.classify.checks.queue_quota import preview_admission
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.classify.resolve import triage
 from triage.config import TriageConfig

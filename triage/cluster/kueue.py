@@ -24,6 +24,7 @@ from triage.cluster.refs import RefObjects, optional_read
 from triage.cluster.resources import kueue_resource
 from triage.errors import ClusterError
 from triage.pods import named_resources
+from triage.queues import ClusterQueueRow, LocalQueueRow, QueueIndex, WorkloadRow
 
 log = logging.getLogger(__name__)
 
@@ -130,19 +131,20 @@ class _KueueReads:
         held = bool(queues.kueue_gates(owner.get("spec") or {})) or (
             queues.queue_name(owner) is not None and bool((owner.get("spec") or {}).get("suspend")))
         usable = self.queue_of(owner) if held else None
-        workload = self.workload_of(owner)
-        if workload is None:
+        found = self.workload_of(owner)
+        if found is None:
             if held and not self.objects():
                 self._anything()
             return
-        if queues.admitted_in(workload):
-            for flavor in queues.admitted_flavors(workload):  # the flavor note
+        workload = WorkloadRow.of(found)
+        if workload.admitted_in:
+            for flavor in workload.admitted_flavors:  # the flavor note
                 self.get("ResourceFlavor", "", flavor)
-        elif usable is not None and queues.condition(workload, "QuotaReserved") is not None \
-                and not queues.is_true(workload, "Admitted"):
+        elif usable is not None and workload.condition("QuotaReserved") is not None \
+                and not workload.is_true("Admitted"):
             self.quota_of(owner, workload, usable)
 
-    def queue_of(self, owner: K8sObject) -> K8sObject | None:
+    def queue_of(self, owner: K8sObject) -> ClusterQueueRow | None:
         """The held owner's LocalQueue, ClusterQueue and its flavors (or the names the answer
         lists when one is missing); the ClusterQueue when it may admit, with the Workloads
         queued with it read (the ref's namespace is among them)."""
@@ -152,17 +154,19 @@ class _KueueReads:
         if local is None:
             self.names("LocalQueue", namespace)  # the answer names the ones that exist
             return None
-        name = queues.text(queues.part(local, "spec"), "clusterQueue")
-        cluster_queue = self.get("ClusterQueue", "", name) if queues.valid_name(name) else None
-        if cluster_queue is None:
+        name = LocalQueueRow.of(local).cluster_queue
+        found = self.get("ClusterQueue", "", name) if queues.valid_name(name) else None
+        if found is None:
             self.names("ClusterQueue")
             return None
-        flavors = [self.get("ResourceFlavor", "", flavor)
-                   for flavor in queues.flavors_named(cluster_queue)]
+        cluster_queue = ClusterQueueRow.of(found)
+        flavors = [self.get("ResourceFlavor", "", flavor) for flavor in cluster_queue.flavors]
         if None in flavors:
             self.names("ResourceFlavor")
             return None
-        if _inactive(cluster_queue) or queues.stop_policy(local) != "None":
+        active = cluster_queue.conditions.get("Active")
+        if (cluster_queue.stop_policy != "None" or LocalQueueRow.of(local).stop_policy != "None"
+                or (active is not None and active.false)):
             return None  # the answer is said without the queue's numbers
         self.queued_with(name)
         return cluster_queue
@@ -173,7 +177,9 @@ class _KueueReads:
         admitted workload's pods), or its controller's."""
         namespace = object_key(owner)[0]
         if ("Workload", namespace) in self._listed or ("Workload", "*") in self._listed:
-            return queues.QueueIndex(self.objects()).workload_of(owner)
+            index = QueueIndex(self.objects())
+            row = index.workload_of(owner)
+            return None if row is None else index.get("Workload", row.namespace, row.name)
         metadata = queues.part(owner, "metadata")
         named = queues.text(queues.part(metadata, "annotations"), queues.WORKLOAD_ANNOTATION)
         if named and (found := self.get("Workload", namespace, named)) is not None:
@@ -188,19 +194,19 @@ class _KueueReads:
                 return labelled[0]
         return None
 
-    def quota_of(self, owner: K8sObject, workload: K8sObject,
-                 cluster_queue: K8sObject) -> None:
+    def quota_of(self, owner: K8sObject, workload: WorkloadRow,
+                 cluster_queue: ClusterQueueRow) -> None:
         """What the quota answer of a pending Workload reads beyond its queue: the cohort's
         ClusterQueues when it may borrow, the Workloads of another ClusterQueue when its
         LocalQueue was changed since, the preemptor when it is not among those."""
         waits_in = self._cluster_queue_of(workload)
         if waits_in is None:
             return
-        if waits_in is not cluster_queue:
-            self.queued_with(queues.text(queues.part(waits_in, "metadata"), "name"))
+        if waits_in.name != cluster_queue.name:
+            self.queued_with(waits_in.name)
         if _may_borrow(waits_in, owner):
             self.names("ClusterQueue")  # the cohort's members
-        if (preemptor := _preemptor(workload)) and preemptor not in self._workload_uids():
+        if (preemptor := workload.preemptor_uid) and preemptor not in self._workload_uids():
             self.list("Workload", everywhere=True)  # preempted from another ClusterQueue
 
     def queued_with(self, cluster_queue: str) -> None:
@@ -211,18 +217,19 @@ class _KueueReads:
         for namespace in sorted(feeding):
             self.list("Workload", namespace)
 
-    def _cluster_queue_of(self, workload: K8sObject) -> K8sObject | None:
+    def _cluster_queue_of(self, workload: WorkloadRow) -> ClusterQueueRow | None:
         """The ClusterQueue a pending Workload waits in: its own LocalQueue's (the queue
         label of the job names the same one, unless it was changed since)."""
-        namespace = object_key(workload)[0]
-        queue = queues.text(queues.part(workload, "spec"), "queueName")
-        local = self.get("LocalQueue", namespace, queue) if queues.valid_name(queue) else None
-        name = queues.text(queues.part(local, "spec"), "clusterQueue")
-        return self.get("ClusterQueue", "", name) if queues.valid_name(name) else None
+        queue = workload.queue_name
+        local = (self.get("LocalQueue", workload.namespace, queue) if queues.valid_name(queue)
+                 else None)
+        name = LocalQueueRow.of(local).cluster_queue if local is not None else ""
+        found = self.get("ClusterQueue", "", name) if queues.valid_name(name) else None
+        return None if found is None else ClusterQueueRow.of(found)
 
     def _workload_uids(self) -> set[str]:
-        return {queues.text(queues.part(o, "metadata"), "uid")
-                for (kind, _, _), o in self._found.items() if kind == "Workload" and o}
+        return {WorkloadRow.of(o).uid for (kind, _, _), o in self._found.items()
+                if kind == "Workload" and o}
 
     def _anything(self) -> None:
         """Nothing of Kueue's found for the ref: whether Kueue has any object at all is
@@ -238,29 +245,16 @@ def _slim(obj: K8sObject) -> K8sObject:
     return queues.slim_workload(obj) if obj.get("kind") == "Workload" else obj
 
 
-def _inactive(cluster_queue: K8sObject) -> bool:
-    active = queues.condition(cluster_queue, "Active")
-    return (queues.stop_policy(cluster_queue) != "None"
-            or (active is not None and active.get("status") == "False"))
-
-
-def _may_borrow(cluster_queue: K8sObject, owner: K8sObject) -> bool:
+def _may_borrow(cluster_queue: ClusterQueueRow, owner: K8sObject) -> bool:
     """Could the answer count what the cohort lends: some extended resource the ref asks is
     one the ClusterQueue may borrow (no borrowingLimit, or one above 0)."""
-    if not queues.cohort_name(cluster_queue):
+    if not cluster_queue.cohort:
         return False
     spec = owner.get("spec") or {}
     asked = named_resources(spec if owner.get("kind") == "Pod" else template_spec(owner))
     return any(quota.borrowing_limit is None or quota.borrowing_limit > Decimal(0)
                for resource in sorted(asked) if "/" in resource
-               for quota in queues.flavor_quotas(cluster_queue, resource))
-
-
-def _preemptor(workload: K8sObject) -> str:
-    evicted = queues.condition(workload, "Evicted")
-    if evicted is None or evicted.get("status") != "True" or evicted.get("reason") != "Preempted":
-        return ""
-    return queues.preemptor_uid(str(evicted.get("message") or ""))
+               for quota in cluster_queue.quotas_for(resource))
 
 
 def read_position(reader: ClusterReader, found: RefObjects,
@@ -269,14 +263,14 @@ def read_position(reader: ClusterReader, found: RefObjects,
     one request at most, and never required (not served, refused: the answer works the
     position out of the objects)."""
     objects = list(objects)
-    index = queues.QueueIndex(objects)
+    index = QueueIndex(objects)
     version = next((str(o.get("apiVersion", "")).partition("/")[2] for o in objects), "")
     for owner in (*found.pods, *found.workloads):
         workload = index.workload_of(owner) if queues.kueue_involved(owner) else None
-        if workload is None or queues.admitted_in(workload):
+        if workload is None or workload.admitted_in:
             continue
         cluster_queue = index.cluster_queue_of(workload)
-        if index.get("ClusterQueue", "", cluster_queue) is None:
+        if cluster_queue not in index.cluster_queues:
             return {}
         try:
             pending = reader.pending_workloads(version, cluster_queue)

@@ -42,6 +42,7 @@ from triage.cluster.resources import (
 )
 from triage.dumpfile import bulk_parse
 from triage.errors import ClusterError
+from triage.queues import WorkloadRow
 from triage.refs import PodRef
 from triage.snapshot import rfc3339
 
@@ -262,13 +263,11 @@ class _WorkloadStore(ObjectStore):
             return self._by_owner.get((api_version, kind, namespace, name))
 
     def _index(self, workload: K8sObject) -> None:
-        namespace = object_key(workload)[0]
-        for owner in queues.entries(queues.part(workload, "metadata"), "ownerReferences"):
-            if owner.get("controller"):
-                key = (queues.text(owner, "apiVersion"), queues.text(owner, "kind"), namespace,
-                       queues.text(owner, "name"))
-                self._by_owner[key] = workload
-                self._owner_of[object_key(workload)] = key
+        row = WorkloadRow.of(workload)
+        if row.owner_kind:
+            key = (row.owner_api_version, row.owner_kind, row.namespace, row.owner_name)
+            self._by_owner[key] = workload
+            self._owner_of[object_key(workload)] = key
 
     def _unindex(self, workload: tuple[str, str]) -> None:
         if (owner := self._owner_of.pop(workload, None)) is not None:
@@ -446,21 +445,20 @@ class WatchCache:
         re-queued): only then may the Job controller have recorded a FailedCreate."""
         namespace = ref.namespace
         for (api_version, kind), resource in QUEUED_OWNERS.items():
-            workload = self.kueue_workloads.owned_by(api_version, kind, namespace, ref.name)
-            if workload is None or queues.admitted_in(workload):
+            cached = self.kueue_workloads.owned_by(api_version, kind, namespace, ref.name)
+            workload = None if cached is None else WorkloadRow.of(cached)
+            if workload is None or workload.admitted_in:
                 continue
             if any(object_key(pod)[1] == ref.name for pod in self.pods.in_namespace(namespace)):
                 return None  # a pod of that name: the ref names it
             owner = self.reader.get(resource, namespace, ref.name)
             uid = queues.text(queues.part(owner, "metadata"), "uid")
-            owners = {queues.text(o, "uid") for o in queues.entries(
-                queues.part(workload, "metadata"), "ownerReferences")}
-            if owner is None or uid not in owners or not (owner.get("spec") or {}).get(
+            if owner is None or uid not in workload.owner_uids or not (owner.get("spec") or {}).get(
                     "suspend") or queues.queue_name(owner) is None or any(
                     owned_by(pod, {uid}) for pod in self.pods.in_namespace(namespace)):
                 return None
             found = RefObjects(workloads=[owner])
-            if queues.ran_before(workload):
+            if workload.ran_before:
                 found.events = events_about(self.reader, namespace, [ref.name], self.page_size,
                                             found.problems)
             return found
