@@ -62,6 +62,9 @@ class Kind:
         return f"{self.plural}.{group}" if self.plural in SHARED_PLURALS else self.plural
 
 
+# Kueue's integrations, JobSet's and KubeRay's CRDs: served where the dump has such objects.
+JOB_KINDS = (Kind("jobsets", "JobSet", "jobset.x-k8s.io/v1alpha2"),
+             Kind("rayjobs", "RayJob", "ray.io/v1"))
 KINDS = (
     Kind("nodes", "Node", "v1", namespaced=False),
     Kind("pods", "Pod", "v1"),
@@ -86,6 +89,7 @@ KINDS = (
           ("cohorts", "Cohort", False), ("workloadpriorityclasses", "WorkloadPriorityClass",
                                          False))),
     Kind("devicetaintrules", "DeviceTaintRule", "resource.k8s.io/v1beta2", namespaced=False),
+    *JOB_KINDS,
     # gangs: alpha, served in 1.36 only with --runtime-config=scheduling.k8s.io/v1alpha2=true
     Kind("workloads", "Workload", "scheduling.k8s.io/v1alpha2"),
     Kind("podgroups", "PodGroup", "scheduling.k8s.io/v1alpha2"),
@@ -181,7 +185,9 @@ class FakeKubeAPI:
         # API groups/versions answered 404, like a cluster without them (resource.k8s.io/v1)
         self.unserved = frozenset(unserved) | {f"{KUEUE_GROUP}/{version}"
                                                for version in KUEUE_VERSIONS
-                                               if version not in kueue}
+                                               if version not in kueue} | {
+            kind.group_version for kind in JOB_KINDS
+            if not _dump_has(dump_dir, "workloads.json", kind.kind)}
         self._objects: dict[str, dict[Key, Obj]] = {k.store: {} for k in KINDS}
         # each object's list-item JSON, encoded once when stored (kube-apiserver serves lists
         # from its watch cache; re-encoding every page in Python would time this server)
@@ -580,6 +586,12 @@ class FakeKubeAPI:
 
 
 # -- discovery ------------------------------------------------------------------------
+
+def _dump_has(dump_dir: str | Path | None, filename: str, kind: str) -> bool:
+    file = None if dump_dir is None else Path(dump_dir) / filename
+    return file is not None and file.exists() and any(
+        item.get("kind") == kind for item in json.loads(file.read_text())["items"])
+
 
 def _api_group(name: str, group_versions: list[str]) -> Obj:
     """An APIGroup entry of ``/apis``: its versions, the most stable preferred (v1 before

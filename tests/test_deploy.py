@@ -22,6 +22,7 @@ from bot.config import load_config
 from tests.conftest import kubectl_or_skip
 from tests.paths import REPO
 from triage.cluster import EVENTS, NODES, PODS, QUOTAS, RUNTIME_CLASSES, WORKLOADS
+from triage.cluster.resources import JOB_RESOURCES
 
 DEPLOY = REPO / "deploy"
 COMPONENTS = ("http", "dry-run-preflight", "digest-cronjob")
@@ -119,7 +120,8 @@ def test_the_reader_role_covers_every_read_and_writes_nothing(rendered: Objects)
     # Everything `gpuwhy doctor` checks, which is everything triage reads (DRA and, where
     # served, Kueue included).
     assert granted == {**{(r.group, r.plural): set(READ_VERBS)
-                          for r in (*READ_RESOURCES, *kueue_reads("v1beta2"))},
+                          for r in (*READ_RESOURCES, *kueue_reads("v1beta2"),
+                                    *JOB_RESOURCES.values())},
                        # optional: a queued answer's position (doctor does not require it)
                        ("visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads"): {"get"}}
     for resource in (NODES, PODS, EVENTS, QUOTAS, RUNTIME_CLASSES, *WORKLOADS.values()):

@@ -70,9 +70,11 @@ def wanted_pods(workload: Mapping[str, Any]) -> int:
     """How many live pods the workload's controller is trying to have."""
     spec = workload.get("spec") or {}
     status = workload.get("status") or {}
+    if spec.get("suspend"):  # a Job, a JobSet, a RayJob: its controller makes no pods
+        return 0
     if workload.get("kind") == "Job":
         if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-               for c in status.get("conditions") or []) or spec.get("suspend"):
+               for c in status.get("conditions") or []):
             return 0
         parallelism = int(spec.get("parallelism", 1))
         completions = spec.get("completions")

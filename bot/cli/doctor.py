@@ -28,12 +28,13 @@ from bot.slack.quiet import quiet_client, slack_failure
 from bot.store import Store, StoreError, database_url
 from triage import queues
 from triage.cluster.kubeconfig import load_api_client
-from triage.cluster.reader import ClusterReader
+from triage.cluster.reader import ClusterReader, UnknownVersion
 from triage.cluster.resources import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
     EVENTS,
+    JOB_RESOURCES,
     NODES,
     PODS,
     QUOTAS,
@@ -211,11 +212,25 @@ def kueue_reads(version: str) -> tuple[Resource, ...]:
     return tuple(kueue_resource(kind, version) for kind in queues.QUEUE_KINDS)
 
 
+def job_reads(reader: ClusterReader) -> tuple[Resource, ...]:
+    """The JobSets and RayJobs gpuwhy reads, where the cluster serves them (in the version
+    gpuwhy reads: a cluster serving another one is never asked about them)."""
+    served = []
+    for resource in JOB_RESOURCES.values():
+        try:
+            if reader.served_version(resource.group, (resource.api_version.partition("/")[2],)):
+                served.append(resource)
+        except UnknownVersion:
+            continue
+    return tuple(served)
+
+
 def check_access(reader: ClusterReader) -> Result:
     try:
         # Kueue's objects only where the cluster serves the group: elsewhere nothing reads them
         version = reader.served_version(queues.GROUP, queues.KNOWN_VERSIONS)
-        resources = (*READ_RESOURCES, *(kueue_reads(version) if version else ()))
+        resources = (*READ_RESOURCES, *(kueue_reads(version) if version else ()),
+                     *job_reads(reader))
         missing = [f"{verb} {resource.display}" for resource in resources
                    for verb in READ_VERBS if not reader.access_allowed(verb, resource)]
     except ClusterError as exc:

@@ -12,6 +12,7 @@ import pytest
 from bot.cli.bundle import write_bundle
 from tests.conftest import find, load_lists
 from tests.kubeapi import as_v1beta1
+from tests.paths import FIXTURES
 from tests.triage.test_traps import Lists, answer
 from triage.snapshot import Snapshot
 
@@ -243,3 +244,71 @@ def test_a_pod_set_template_of_an_odd_shape_gives_an_answer(kueue: Lists,
     workload["spec"]["podSets"][0]["template"]["spec"]["containers"] = containers
     verdict = answer(kueue, "team-a/eval-nightly")
     assert verdict.cause == "queued" and "2 short" in verdict.action
+
+
+# -- JobSets and RayJobs: Kueue admits them whole -----------------------------------------------
+
+@pytest.fixture
+def jobsets() -> Lists:
+    return load_lists(FIXTURES / "scenarios-extra" / "kueue-jobsets")
+
+
+def test_a_queued_jobset_counts_its_replicated_jobs_pods(jobsets: Lists) -> None:
+    verdict = answer(jobsets, "team-a/trainer-js")
+    assert (verdict.cause, verdict.kind) == ("queued", "JobSet")
+    assert ("flavor a100 has 8 nvidia.com/gpu (no cohort to borrow from), 4 reserved "
+            "(team-a/pretrain-js 4): 4 free, 4 short") in verdict.action
+    assert "JobSet team-a/trainer-js needs 8 (2 pods × 4)" in verdict.action
+
+
+def test_a_rayjob_counts_its_gpu_workers_not_its_head(jobsets: Lists) -> None:
+    verdict = answer(jobsets, "team-a/tune-ray")
+    assert (verdict.cause, verdict.kind) == ("queued", "RayJob")
+    # head (no GPU) 1 and submitter 1 count no GPU: 4 workers × 4
+    assert verdict.action.startswith("RayJob team-a/tune-ray needs 16 nvidia.com/gpu "
+                                     "(gpu-workers: 4 pods × 4), more than ClusterQueue "
+                                     "team-a-cq can ever give: at most 8 in flavor a100")
+
+
+def test_an_admitted_jobset_is_its_pods_answer(jobsets: Lists) -> None:
+    verdict = answer(jobsets, "team-a/pretrain-js")
+    assert (verdict.cause, verdict.kind) == ("scheduled", "JobSet")
+    assert verdict.pods == ["team-a/pretrain-js-workers-0-0-x7k2p"]
+
+
+# (a spec that is not a mapping at all fails every kind's checks alike, and the API server's
+# schema for both CRDs refuses it)
+JOB_PATHS = [("spec", "replicatedJobs"), ("spec", "rayClusterSpec"),
+             ("spec", "suspend"), ("metadata", "labels"), ("spec", "rayClusterSpec",
+                                                          "workerGroupSpecs")]
+
+
+@pytest.mark.parametrize("value", ODD_VALUES, ids=repr)
+@pytest.mark.parametrize("path", JOB_PATHS, ids=".".join)
+def test_jobsets_and_rayjobs_of_odd_shapes_give_an_answer(jobsets: Lists, path: tuple[str, ...],
+                                                          value: Any) -> None:
+    for obj in jobsets["workloads"]:
+        if obj["kind"] not in ("JobSet", "RayJob"):
+            continue
+        parent = obj
+        for step in path[:-1]:
+            parent = parent.get(step) if isinstance(parent, dict) else None
+        if isinstance(parent, dict):
+            parent[path[-1]] = copy.deepcopy(value)
+    for ref in ("team-a/trainer-js", "team-a/tune-ray", "team-a/pretrain-js"):
+        assert answer(jobsets, ref).cause in ("queued", "scheduled", "pod-not-found",
+                                              "no-gpu-request"), ref
+
+
+@pytest.mark.parametrize("ref", ["team-a/trainer-js", "team-a/tune-ray"])
+def test_a_full_resourcequota_does_not_stop_a_suspended_jobset_or_rayjob(jobsets: Lists,
+                                                                         ref: str) -> None:
+    # suspended, their controllers make no pods: the namespace's quota refuses nothing yet
+    jobsets["resourcequotas"] = [{
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "gpus", "namespace": "team-a", "uid": "q-1",
+                     "resourceVersion": "1", "creationTimestamp": "2026-12-01T21:00:00Z"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "4"}},
+        "status": {"hard": {"requests.nvidia.com/gpu": "4"},
+                   "used": {"requests.nvidia.com/gpu": "4"}}}]
+    assert answer(jobsets, ref).cause == "queued"

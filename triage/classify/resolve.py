@@ -10,7 +10,7 @@ from scoring.dra import IMPLICIT_EXTENDED_PREFIX, ClaimSet, serves_extended
 from scoring.hami import hami_request
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.verdict import Verdict
-from triage import admission
+from triage import admission, integrations
 from triage.classify.pipeline import run_pipeline
 from triage.classify.report import assemble
 from triage.classify.subject import Finding, Subject, When
@@ -34,7 +34,8 @@ def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFI
         return _gang_verdict(snapshot, config, ref) or _verdict(
             Subject(snapshot, config, ref, None), "Pod")
     kind = str(workload.get("kind"))
-    pods = admission.workload_pods(snapshot, workload)
+    pods = (integrations.pods_of(workload, snapshot.pods_in(ref.namespace))
+            if integrations.job_kind(workload) else admission.workload_pods(snapshot, workload))
     live = [p for p in pods if not is_terminated(p)] or pods
     subjects = [pod_subject(snapshot, config, ref, p) for p in live]
     admission_subject = _absent_subject(snapshot, config, ref, workload)
@@ -82,7 +83,7 @@ def _rank(subject: Subject, finding: Finding) -> int:
 
 
 def _find_workload(snapshot: Snapshot, ref: PodRef) -> K8sObject | None:
-    for kind in WORKLOAD_KINDS:
+    for kind in (*WORKLOAD_KINDS, *integrations.BY_KIND):  # a JobSet, a RayJob last
         found = snapshot.workload(kind, ref.namespace, ref.name)
         if found is not None:
             return found
@@ -143,10 +144,20 @@ def _own_events(pod: K8sObject, events: list[K8sObject]) -> list[K8sObject]:
 
 def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                     workload: K8sObject) -> Subject:
-    spec = admission.template_spec(workload)
+    spec = _template_spec(workload, config)
     return Subject(snapshot, config, ref, None, workload=workload, spec=spec,
                    gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0},
                    dra=_claim_set(snapshot, config, object_key(workload)[0], spec))
+
+
+def _template_spec(workload: K8sObject, config: TriageConfig) -> dict[str, Any]:
+    """The pod template a workload's absent pods are judged by: of a JobSet or RayJob, its
+    first template asking a GPU (a Ray head often asks none), else its first."""
+    templates = integrations.pod_templates(workload)
+    if not integrations.job_kind(workload):
+        return admission.template_spec(workload)
+    asking = [t for t in templates if any(n > 0 for n in gpu_requests(t, config).values())]
+    return dict(next(iter(asking or templates), {}))
 
 
 def _claim_set(snapshot: Snapshot, config: TriageConfig, namespace: str,

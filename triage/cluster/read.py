@@ -66,6 +66,7 @@ from triage.cluster.resources import (
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
     EVENTS,
+    JOB_RESOURCES,
     NODES,
     NON_TERMINATED,
     PODS,
@@ -279,6 +280,9 @@ def read_bundle(api_client: ApiClient, namespace: str = "", page_size: int = DEF
     quotas, runtime_classes = namespace_policy(reader, namespace, page_size)
     workloads = [w for kind in WORKLOAD_KINDS
                  for w in reader.list_all(WORKLOADS[kind], namespace, page_size=page_size)[0]]
+    # JobSets and RayJobs, where the cluster serves them (Kueue admits them whole)
+    workloads += [w for resource in JOB_RESOURCES.values()
+                  for w in served(reader, resource, namespace, page_size)]
     if not namespace:
         pods = merge_pods(pods, _finished_pods_named(reader, events, workloads, page_size))
     # Claims of every namespace: any of them may hold the devices a pod here waits for.

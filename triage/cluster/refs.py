@@ -12,6 +12,7 @@ from typing import Any
 
 from scoring.dra import serves_extended
 from scoring.objects import K8sObject, object_key
+from triage import integrations
 from triage.admission import ordinal_base
 from triage.cluster.limits import DEFAULT_PAGE_SIZE
 from triage.cluster.reader import ClusterReader, NotServed
@@ -20,6 +21,7 @@ from triage.cluster.resources import (
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
     EVENTS,
+    JOB_RESOURCES,
     PODS,
     QUOTAS,
     RESOURCE_CLAIMS,
@@ -92,6 +94,10 @@ def read_ref_objects(reader: ClusterReader, ref: PodRef, page_size: int = DEFAUL
         statefulset = reader.get(WORKLOADS["StatefulSet"], namespace, ordinal[0])
         workloads = [statefulset] if statefulset is not None else []
     if not workloads:
+        # a JobSet or RayJob (404 too where the cluster does not serve the kind)
+        workloads = [w for resource in JOB_RESOURCES.values()
+                     if (w := reader.get(resource, namespace, ref.name)) is not None]
+    if not workloads:
         # Nothing by that name: the namespace's workloads, for "did you mean …?".
         found.workloads = [w for kind in WORKLOAD_KINDS for w in optional_read(
             found.problems, partial(reader.list_all, WORKLOADS[kind], namespace,
@@ -128,8 +134,12 @@ def events_about(reader: ClusterReader, namespace: str, names: Sequence[str],
 
 def _children(reader: ClusterReader, workload: K8sObject,
               page_size: int) -> tuple[list[K8sObject], list[K8sObject]]:
-    """(ReplicaSets of a Deployment, pods) owned by the workload, found by its selector."""
+    """(ReplicaSets of a Deployment, pods) owned by the workload, found by its selector; of a
+    JobSet or RayJob, the pods its controllers label with its name."""
     namespace = workload["metadata"].get("namespace", "")
+    if selector := integrations.pod_selector(workload):
+        pods, _ = reader.list_all(PODS, namespace, label_selector=selector, page_size=page_size)
+        return [], pods
     selector = label_selector(workload.get("spec", {}).get("selector") or {})
     if not selector:
         return [], []

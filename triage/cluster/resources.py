@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from triage import queues
+from triage import integrations, queues
 
 NON_TERMINATED = "status.phase!=Succeeded,status.phase!=Failed"
 
@@ -74,6 +74,10 @@ VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 def kueue_resource(kind: str, version: str) -> Resource:
     return Resource(KUEUE_PLURALS[kind], kind, f"{queues.GROUP}/{version}")
 
+
+# Jobs of other kinds Kueue admits (JobSet, RayJob): CRDs, read where served.
+JOB_RESOURCES = {job.kind: Resource(job.plural, job.kind, job.api_version)
+                 for job in integrations.JOB_KINDS}
 
 WORKLOADS: dict[str, Resource] = {
     "Deployment": Resource("deployments", "Deployment", "apps/v1"),

@@ -29,6 +29,7 @@ from triage.cluster.resources import (
     CLAIM_TEMPLATES,
     DEVICE_CLASSES,
     DEVICE_TAINT_RULES,
+    JOB_RESOURCES,
     NODES,
     NON_TERMINATED,
     PODS,
@@ -225,7 +226,9 @@ class _QueueDiscovery:
 CACHED_QUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Cohort", "Workload")
 # The kinds a Kueue Workload stands for that a ref may name, by the owner reference's
 # apiVersion and kind: a ref to one of them Kueue holds is read with one GET.
-QUEUED_OWNERS = {("batch/v1", "Job"): WORKLOADS["Job"]}
+QUEUED_OWNERS = {("batch/v1", "Job"): WORKLOADS["Job"],
+                 **{(resource.api_version, kind): resource
+                    for kind, resource in JOB_RESOURCES.items()}}
 
 
 class _WorkloadStore(ObjectStore):

@@ -17,6 +17,7 @@ from tests.conftest import SCENARIOS
 from tests.kubeapi import FakeKubeAPI, forbidden_status
 from tests.paths import REPO
 from tests.slackfake import FakeSlack, FakeSocketMode
+from triage.cluster.resources import JOB_RESOURCES
 
 DEPLOY = REPO / "deploy"
 CHECKS = ["config", "slack", "cluster", "access", "store"]
@@ -115,6 +116,20 @@ def test_kueue_is_checked_where_it_is_served(setup: list[str], slack: FakeSlack,
         "(deploy/base/rbac.yaml grants them all)")
 
 
+def test_jobsets_and_rayjobs_are_checked_where_they_are_served(
+        setup: list[str], slack: FakeSlack, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeKubeAPI(REPO / "tests" / "fixtures" / "scenarios-extra" / "kueue-jobsets") as api:
+        api.deny("get", "jobsets", "jobset.x-k8s.io")
+        argv = [*setup[:2], str(api.kubeconfig(tmp_path / "jobsets")), *setup[3:]]
+        code, checks, _ = doctor(argv, capsys)
+    # seven-states' 51 reads, Kueue's 18, and get / list / watch of JobSets and RayJobs
+    assert (code, failed(checks)) == (1, ["access"])
+    assert checks["access"] == (
+        "FAIL  access   1 of 75 reads are not allowed: get jobsets.jobset.x-k8s.io "
+        "(deploy/base/rbac.yaml grants them all)")
+
+
 def test_the_shipped_role_grants_what_doctor_checks() -> None:
     rules = yaml.safe_load_all((DEPLOY / "base" / "rbac.yaml").read_text())
     role = next(document for document in rules if document["kind"] == "ClusterRole")
@@ -122,7 +137,8 @@ def test_the_shipped_role_grants_what_doctor_checks() -> None:
                for resource in rule["resources"] for verb in rule["verbs"]}
     # besides, optional and not checked: get on Kueue's visibility API (a queued position)
     assert granted - {("visibility.kueue.x-k8s.io", "clusterqueues/pendingworkloads", "get")} == {
-        (r.group, r.plural, verb) for r in (*READ_RESOURCES, *kueue_reads("v1"))
+        (r.group, r.plural, verb) for r in (*READ_RESOURCES, *kueue_reads("v1"),
+                                            *JOB_RESOURCES.values())
         for verb in READ_VERBS}
 
 

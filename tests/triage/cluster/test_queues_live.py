@@ -266,3 +266,38 @@ def test_nothing_of_kueue_for_the_ref_is_told_from_no_kueue_at_all(tmp_path: Pat
     # the ClusterQueues it read say Kueue is there: the namespace just has no LocalQueue
     assert "the namespace has no LocalQueue at all" in verdict.action
     assert "gpuwhy sees no Kueue objects" not in verdict.action
+
+
+JOBSETS = FIXTURES / "scenarios-extra" / "kueue-jobsets"
+
+
+def test_a_jobset_or_rayjob_kueue_holds_costs_its_get_from_the_cache(tmp_path: Path) -> None:
+    expected = json.loads((JOBSETS / "expected.json").read_text())
+    with FakeKubeAPI(JOBSETS) as server:
+        source = watch_source(server, tmp_path).start()
+        try:
+            assert source.wait_ready(10)
+            source.triage(ref_of("team-a/trainer-js"))  # tries the visibility API once
+            asked = {}
+            for ref, kind in (("team-a/trainer-js", "JobSet"), ("team-a/tune-ray", "RayJob")):
+                before = server.mark()
+                verdict = source.triage(ref_of(ref))
+                assert (verdict.cause, verdict.kind) == (expected[ref]["cause"], kind)
+                asked[ref] = [r.path for r in server.requests[before:]
+                              if r.query.get("watch") != "1"]
+        finally:
+            source.stop()
+    assert asked == {"team-a/trainer-js": ["/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/"
+                                           "jobsets/trainer-js"],
+                     "team-a/tune-ray": ["/apis/ray.io/v1/namespaces/team-a/rayjobs/tune-ray"]}
+
+
+def test_an_admitted_jobsets_pods_are_read_by_its_label(tmp_path: Path) -> None:
+    with FakeKubeAPI(JOBSETS) as server:
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-a/pretrain-js"))
+        selectors = [r.query.get("labelSelector") for r in server.requests
+                     if r.path == "/api/v1/namespaces/team-a/pods"]
+    assert (verdict.cause, verdict.kind) == ("scheduled", "JobSet")
+    assert verdict.pods == ["team-a/pretrain-js-workers-0-0-x7k2p"]
+    assert selectors == ["jobset.sigs.k8s.io/jobset-name=pretrain-js"]

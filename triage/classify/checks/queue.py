@@ -145,7 +145,16 @@ def _quota(subject: Subject, index: QueueIndex, what: str, owner: K8sObject,
 
 def _demand(subject: Subject, owner: K8sObject, workload: WorkloadRow,
             resource: str) -> tuple[Decimal, str]:
-    """What the workload asks of ``resource`` in all (as Kueue counts it), and how."""
+    """What the workload asks of ``resource`` in all (as Kueue counts it), and how: of a
+    workload of several pod sets (a JobSet's replicated jobs, a RayJob's head and worker
+    groups), each pod set's pods times what each of them asks."""
+    asking = [(pod_set.name, pod_set.count, int(pod_set.requests.get(resource, 0)))
+              for pod_set in workload.pod_sets if pod_set.count]
+    if len(workload.pod_sets) > 1 and any(per_pod for _, _, per_pod in asking):
+        shares = [share for share in asking if share[2]]
+        return (Decimal(sum(count * per_pod for _, count, per_pod in shares)),
+                " + ".join(f"{name}: {count} {'pod' if count == 1 else 'pods'} × {per_pod}"
+                           for name, count, per_pod in shares))
     per_pod = Decimal(subject.gpu.get(resource, 0))
     count = workload.pod_count or (1 if subject.pod is not None else _parallelism(owner))
     return per_pod * count, f"{count} {'pod' if count == 1 else 'pods'} × {num(per_pod)}"
