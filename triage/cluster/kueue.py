@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 
 from scoring.objects import K8sObject, object_key
-from triage import queues
+from triage import integrations, queues
 from triage.admission import template_spec
 from triage.cluster.limits import DEFAULT_PAGE_SIZE
 from triage.cluster.reader import ClusterReader
@@ -251,7 +251,9 @@ def _may_borrow(cluster_queue: ClusterQueueRow, owner: K8sObject) -> bool:
     if not cluster_queue.cohort:
         return False
     spec = owner.get("spec") or {}
-    asked = named_resources(spec if owner.get("kind") == "Pod" else template_spec(owner))
+    templates = (integrations.pod_templates(owner) if integrations.job_kind(owner)
+                 else [spec if owner.get("kind") == "Pod" else template_spec(owner)])
+    asked = {name for template in templates for name in named_resources(template)}
     return any(quota.borrowing_limit is None or quota.borrowing_limit > Decimal(0)
                for resource in sorted(asked) if "/" in resource
                for quota in cluster_queue.quotas_for(resource))

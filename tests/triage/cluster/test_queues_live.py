@@ -301,3 +301,21 @@ def test_an_admitted_jobsets_pods_are_read_by_its_label(tmp_path: Path) -> None:
     assert (verdict.cause, verdict.kind) == ("scheduled", "JobSet")
     assert verdict.pods == ["team-a/pretrain-js-workers-0-0-x7k2p"]
     assert selectors == ["jobset.sigs.k8s.io/jobset-name=pretrain-js"]
+
+
+def test_a_jobset_that_may_borrow_reads_its_cohort_cold(tmp_path: Path) -> None:
+    with FakeKubeAPI(JOBSETS) as server:
+        mine = json.loads(json.dumps(server.get_object("ClusterQueue", "", "team-a-cq")))
+        mine["spec"]["cohortName"] = "research"
+        for resource in mine["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
+            resource.pop("borrowingLimit", None)
+        lender = json.loads(json.dumps(mine))
+        lender["metadata"] = {**mine["metadata"], "name": "team-b-cq", "uid": "lender-uid"}
+        lender["status"]["flavorsReservation"] = lender["status"]["flavorsUsage"] = []
+        for obj in (mine, lender):
+            server.apply(obj)
+        live = LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig")))
+        verdict = live.triage(ref_of("team-a/trainer-js"))
+        paths = kueue_paths(server)
+    assert "/apis/kueue.x-k8s.io/v1beta2/clusterqueues" in paths  # the cohort's members
+    assert "cohort research has 8 unused to lend" in verdict.action
