@@ -17,7 +17,7 @@ from typing import Any
 from kubernetes.client import ApiClient
 
 from scoring.objects import K8sObject, object_key
-from triage import queues
+from triage import integrations, queues
 from triage.cache import IndexedSnapshot, NodeStore, ObjectStore, PodStore
 from triage.cluster.errors import Expired, one_line
 from triage.cluster.groups import read_gang_pods
@@ -442,10 +442,10 @@ class WatchCache:
             **fetched)
 
     def _held_by_kueue(self, ref: PodRef) -> RefObjects | None:
-        """The ref read with one GET when it names a Job the cache knows Kueue holds: a cached
-        Workload it owns has no quota, the Job is still suspended and has no pods; None
-        otherwise (the ref is read as any other). Its events only if it ran before (evicted,
-        re-queued): only then may the Job controller have recorded a FailedCreate."""
+        """The ref read with one GET when it names a Job (a JobSet, a RayJob) the cache knows
+        Kueue holds: a cached Workload it owns has no quota, it is still suspended and has no
+        pods; None otherwise (the ref is read as any other). Its events only if it ran before
+        (evicted, re-queued): only then may its controller have recorded a FailedCreate."""
         namespace = ref.namespace
         for (api_version, kind), resource in QUEUED_OWNERS.items():
             cached = self.kueue_workloads.owned_by(api_version, kind, namespace, ref.name)
@@ -458,7 +458,8 @@ class WatchCache:
             uid = queues.text(queues.part(owner, "metadata"), "uid")
             if owner is None or uid not in workload.owner_uids or not (owner.get("spec") or {}).get(
                     "suspend") or queues.queue_name(owner) is None or any(
-                    owned_by(pod, {uid}) for pod in self.pods.in_namespace(namespace)):
+                    owned_by(pod, {uid}) or integrations.is_pod_of(owner, pod)
+                    for pod in self.pods.in_namespace(namespace)):
                 return None
             found = RefObjects(workloads=[owner])
             if workload.ran_before:
