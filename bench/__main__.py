@@ -117,9 +117,14 @@ def bare_loop(nodes: list[Mapping[str, Any]], used: Mapping[str, int],
 def floor_seconds(snapshot: Any) -> float:
     used = {name: int(snapshot.requested_on(name).get(GPU, 0))
             for name in (n["metadata"]["name"] for n in snapshot.nodes)}
-    tolerations = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
-                    "effect": "NoExecute"}]
-    runs = [_seconds(lambda: bare_loop(snapshot.nodes, used, tolerations)) for _ in range(21)]
+    return loop_floor(snapshot.nodes, used)
+
+
+def loop_floor(nodes: list[Mapping[str, Any]], used: Mapping[str, int]) -> float:
+    """The bare loop's median time over 21 passes (a pod tolerating not-ready nodes)."""
+    tolerations: list[Mapping[str, Any]] = [{"key": "node.kubernetes.io/not-ready",
+                                             "operator": "Exists", "effect": "NoExecute"}]
+    runs = [_seconds(lambda: bare_loop(nodes, used, tolerations)) for _ in range(21)]
     return statistics.median(runs)
 
 
@@ -412,6 +417,99 @@ def measure_cold(directory: Path, refs: list[str], row: Callable[..., None],
         server.stop()
 
 
+def _process_cpu(pid: int) -> float:
+    """A process's user + system CPU seconds so far (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+PAGED_ANSWERS = 30  # slash commands answered from the cache at the page-rendered sizes
+
+
+def measure_paged(nodes: int, pods: int, seed: int, row: Callable[..., None],
+                  profile: bool) -> None:
+    """The watch cache of ``gpuwhy serve`` at a size no dump holds: bench/pageserver.py, in a
+    child process, renders each list page as it is asked for. Floors of the same run: the raw
+    list time (bench.pageserver.raw_list: nodes and non-terminated pods, pages of 500, each
+    list in a thread of this process as the cache's reflectors list) and the bare loop over
+    the cached nodes (in the cache's process). The cache's child (bench/watch_child.py
+    --answers): time to ready, RSS, then PAGED_ANSWERS slash commands answered as
+    ``post_answer`` answers them (its ``answer``), API requests per answer, RSS after."""
+    import threading
+
+    from bench.pageserver import NON_TERMINATED, paged_pending_refs, raw_list, write_kubeconfig
+    from triage.cluster.limits import DEFAULT_PAGE_SIZE
+
+    started = time.perf_counter()
+    with subprocess.Popen([sys.executable, "-m", "bench.pageserver", "--nodes", str(nodes),
+                           "--pods", str(pods), "--seed", str(seed)],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as server:
+        assert server.stdout is not None and server.stdin is not None
+        url = server.stdout.readline().strip()
+        print(f"    page server up in {time.perf_counter() - started:.1f} s at {url}")
+        try:
+            lists: dict[str, tuple[int, int]] = {}
+
+            def list_raw(path: str, query: dict[str, str]) -> None:
+                lists[path] = raw_list(url, path, query, DEFAULT_PAGE_SIZE)
+
+            threads = [threading.Thread(target=list_raw, args=args) for args in (
+                ("/api/v1/nodes", {}), ("/api/v1/pods", {"fieldSelector": NON_TERMINATED}))]
+            server_cpu = _process_cpu(server.pid)
+            started = time.perf_counter()
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            floor = time.perf_counter() - started
+            server_cpu = _process_cpu(server.pid) - server_cpu
+            row("raw list floor: nodes + pods paged raw (urllib, undecoded)", floor, None, "")
+            print("    " + "; ".join(f"{path}: {pages:,} pages, {size / GIB:.2f} GiB"
+                                     for path, (pages, size) in lists.items())
+                  + f"; the page server's CPU: {server_cpu:.1f} s")
+            with tempfile.TemporaryDirectory() as work:
+                kubeconfig = str(write_kubeconfig(url, Path(work) / "kubeconfig"))
+                if profile:
+                    done = subprocess.run([sys.executable, "-m", "bench.watch_child",
+                                           "--profile", kubeconfig], capture_output=True,
+                                          text=True, check=True)
+                    print("    profile of the ready path's lists:")
+                    print("      " + "\n      ".join(done.stdout.splitlines()))
+                command = [sys.executable, "-m", "bench.watch_child", "--answers", kubeconfig,
+                           *paged_pending_refs()[:PAGED_ANSWERS]]
+                server_cpu = _process_cpu(server.pid)
+                with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
+                    assert child.stdout is not None
+                    ready_line = child.stdout.readline()
+                    server_cpu = _process_cpu(server.pid) - server_cpu
+                    rest = child.stdout.read()
+                if child.returncode != 0 or not ready_line:
+                    raise RuntimeError(f"{command[:4]}: exit {child.returncode}")
+        finally:
+            server.stdin.close()
+    ready, result = json.loads(ready_line), json.loads(rest.strip().splitlines()[-1])
+    row("gpuwhy serve watch cache: ready", ready["ready_seconds"], floor,
+        "× raw list floor")
+    row("  its CPU time until ready", ready["cpu_seconds"], ready["ready_seconds"],
+        "× ready time")
+    row("  the page server's CPU time until then", server_cpu, ready["ready_seconds"],
+        "× ready time")
+    row("  its RSS when ready", ready["rss_ready"] / GIB, None, "GiB", unit="GiB")
+    row(f"  its RSS after {PAGED_ANSWERS} slash commands", result["rss_after"] / GIB, None,
+        "GiB", unit="GiB")
+    loop = result["loop_floor"]
+    row("  bare loop over the cached nodes (floor)", loop, None, "")
+    answers = result["answers"]
+    row(f"  slash command answer p50 ({len(answers)} pending pods)",
+        percentile(answers, 0.5), loop, "× bare loop")
+    row("  slash command answer p99", percentile(answers, 0.99), loop, "× bare loop")
+    print(f"    full collections during the answers: {result['full_collections']} "
+          f"({result['full_collection_seconds'] * 1000:.1f} ms)")
+    counts = result["requests"]
+    print(f"    API requests per answer from the cache: min {min(counts)}, max {max(counts)} "
+          f"over {len(counts)} pods")
+
+
 def _path_of(request: Any) -> str:
     from urllib.parse import urlencode
 
@@ -424,6 +522,11 @@ def main() -> int:
                         help="NODESxPODS,... (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=9)
     parser.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "gpuwhy-bench"))
+    parser.add_argument("--paged-sizes", default="20000x200000,100000x1000000",
+                        help="NODESxPODS,... served page by page, watch cache only "
+                             "(default: %(default)s; '' for none)")
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile the watch cache's lists at the paged sizes")
     parser.add_argument("--skip", default="",
                         help="comma list of: snapshot,gang,cli,startup,watch,cold")
     args = parser.parse_args()
@@ -446,7 +549,7 @@ def main() -> int:
         print(f"recorded cluster {RECORDED.name}")
         measure_cold(RECORDED, sorted(json.loads((RECORDED / "expected.json").read_text())),
                      row)
-    for size in args.sizes.split(","):
+    for size in filter(None, args.sizes.split(",")):
         nodes, pods = (int(part) for part in size.split("x"))
         directory = dump_dir(workdir, nodes, pods, args.seed)
         on_disk = sum(f.stat().st_size for f in directory.glob("*.json"))
@@ -460,6 +563,10 @@ def main() -> int:
         if "cold" not in skip:
             measure_cold(directory, [next(r for r in pending_refs() if r.startswith(
                 f"{PENDING_NAMESPACE}/{kind}")) for kind in ("exhausted", "any-node")], row)
+    for size in filter(None, args.paged_sizes.split(",")):
+        nodes, pods = (int(part) for part in size.split("x"))
+        print(f"{nodes:,} nodes / {pods:,} pods, each list page rendered as it is asked for")
+        measure_paged(nodes, pods, args.seed, row, args.profile)
     return 0
 
 

@@ -90,42 +90,51 @@ def _node(template: Obj, name: str, pool: str, index: int) -> Obj:
     return node
 
 
-def build_nodes(templates: Templates, count: int, rng: random.Random) -> list[tuple[Obj, str]]:
-    """(node, role) pairs; roles: a100-full, a100-room, h100, maint, broken, noplugin, cpu,
-    hami."""
+def node_roles(count: int, rng: random.Random) -> list[tuple[str, str]]:
+    """(role, pool) of each node, in name order; roles: a100-full, a100-room, h100, maint,
+    broken, noplugin, cpu, hami."""
     plan: list[str] = []
     for role, share in NODE_MIX:
         plan += [role] * max(1, round(count * share))
     plan += ["a100"] * (count - len(plan))
     pools = max(MIN_A100_POOLS, round(plan.count("a100") / A100_POOL_NODES))
     rng.shuffle(plan)
-    nodes = []
+    roles = []
     a100_seen = 0
-    for index, role in enumerate(plan):
-        name = f"node-{index:05d}"
+    for role in plan:
         if role == "a100":
             pool = a100_seen % pools
             a100_seen += 1
-            node = _node(templates.a100, name, f"a100-{pool}", index)
-            _set_gpus(node, 8)
-            nodes.append((node, "a100-full" if pool < pools // 2 else "a100-room"))
-        elif role == "h100-tainted":
-            nodes.append((_node(templates.h100, name, "h100", index), "h100"))
-        elif role == "maint-cordoned":
-            node = _node(templates.a100, name, "maint", index)
-            _set_gpus(node, 8)
-            node["spec"]["unschedulable"] = True
-            nodes.append((node, "maint"))
-        elif role == "v100-broken":
-            node = _node(templates.broken, name, "v100-broken", index)
-            nodes.append((node, "broken"))
-        elif role == "t4-noplugin":
-            nodes.append((_node(templates.noplugin, name, "t4-noplugin", index), "noplugin"))
-        elif role == "cpu":
-            nodes.append((_node(templates.cpu, name, "cpu", index), "cpu"))
+            roles.append(("a100-full" if pool < pools // 2 else "a100-room", f"a100-{pool}"))
         else:
-            nodes.append((_node(templates.hami, name, "hami-a100", index), "hami"))
-    return nodes
+            roles.append(_OTHER_ROLES[role])
+    return roles
+
+
+# the (role, pool) of each NODE_MIX kind other than the A100 pools
+_OTHER_ROLES = {"h100-tainted": ("h100", "h100"), "maint-cordoned": ("maint", "maint"),
+                "v100-broken": ("broken", "v100-broken"),
+                "t4-noplugin": ("noplugin", "t4-noplugin"),
+                "cpu": ("cpu", "cpu"), "hami": ("hami", "hami-a100")}
+
+
+def make_node(templates: Templates, role: str, name: str, pool: str, index: int) -> Obj:
+    """A node of a role (node_roles) from its recorded template."""
+    template = {"h100": templates.h100, "broken": templates.broken,
+                "noplugin": templates.noplugin, "cpu": templates.cpu,
+                "hami": templates.hami}.get(role, templates.a100)
+    node = _node(template, name, pool, index)
+    if role in ("a100-full", "a100-room", "maint"):
+        _set_gpus(node, 8)
+    if role == "maint":
+        node["spec"]["unschedulable"] = True
+    return node
+
+
+def build_nodes(templates: Templates, count: int, rng: random.Random) -> list[tuple[Obj, str]]:
+    """(node, role) pairs (roles: node_roles)."""
+    return [(make_node(templates, role, f"node-{index:05d}", pool, index), role)
+            for index, (role, pool) in enumerate(node_roles(count, rng))]
 
 
 def _pod(template: Obj, namespace: str, name: str, uid: str, node: str | None) -> Obj:

@@ -1,13 +1,20 @@
 """The watch cache side of ``python -m bench``, in its own process so its RSS is its own.
 
-Run by bench/__main__.py: python -m bench.watch_child KUBECONFIG REF...
+Run by bench/__main__.py: python -m bench.watch_child [--answers | --profile] KUBECONFIG REF...
 Prints a JSON line the moment the cache is ready (time to ready, CPU time until then, RSS),
-then one more: RSS after the triages and API requests per triage of each ref from the cache.
+then one more: RSS after the triages and API requests per triage of each ref from the cache,
+and either the views from the cache or, with ``--answers``, each slash command's answer time
+(see ``answer``) and the full collections during them, against the bare loop over the cached
+nodes. ``--profile``: the ready path's lists instead (nodes, then pods, each listed and
+stored in this thread under cProfile), its top entries printed.
 """
 
 from __future__ import annotations
 
+import cProfile
+import io
 import json
+import pstats
 import sys
 import time
 from collections.abc import Callable
@@ -70,13 +77,74 @@ def measure_views(source: Any) -> dict[str, Any]:
     return figures
 
 
+def bare_loop_floor(source: Any) -> float:
+    """python -m bench's warm-triage floor over the cached nodes."""
+    from bench.__main__ import GPU, loop_floor
+
+    _, requested, _ = source.cache.pods.by_node_view()
+    return loop_floor(source.cache.nodes.view()[0],
+                      {name: int(amounts.get(GPU, 0)) for name, amounts in requested.items()})
+
+
+def answer(source: Any, ref: Any) -> int:
+    """A slash command's answer as ``post_answer`` (bot/slack/listeners/commands.py) makes it:
+    the source's triage (timed per reader, the collector held off) and the Block Kit blocks
+    and fallback text of the answer; Slack's HTTP and the incident store are left out."""
+    from datetime import UTC, datetime
+
+    from bot.answer.blocks import verdict_blocks, verdict_text
+    from bot.answer.byline import byline
+
+    verdict = source.triage(ref)
+    line = byline("U0BENCH", cluster=None, as_of=source.as_of(), now=datetime.now(UTC))
+    return len(verdict_blocks(verdict, line)) + len(verdict_text(verdict, line))
+
+
+def profile_ready(kubeconfig: str) -> int:
+    """The lists of the ready path in this thread, under cProfile: the cache's nodes, then
+    its pods, each listed and stored as its reflector does."""
+    from triage.cache import NodeStore, PodStore
+    from triage.cluster import load_api_client
+    from triage.cluster.limits import DEFAULT_PAGE_SIZE
+    from triage.cluster.reader import ClusterReader
+    from triage.cluster.resources import NODES, NON_TERMINATED, PODS
+    from triage.dumpfile import bulk_parse
+
+    reader = ClusterReader(load_api_client(kubeconfig), 120)
+    nodes, pods = NodeStore(), PodStore()
+    profile = cProfile.Profile()
+    started = time.perf_counter()
+    profile.enable()
+    for resource, selector, store in ((NODES, "", nodes), (PODS, NON_TERMINATED, pods)):
+        with bulk_parse():
+            items, _ = reader.list_all(resource, field_selector=selector,
+                                       page_size=DEFAULT_PAGE_SIZE, keep=store.slim)
+            store.replace(items)
+            del items
+    profile.disable()
+    elapsed = time.perf_counter() - started
+    out = io.StringIO()
+    stats = pstats.Stats(profile, stream=out)
+    stats.sort_stats("tottime").print_stats(18)
+    stats.sort_stats("cumulative").print_stats(18)
+    print(json.dumps({"profiled_seconds": elapsed, "nodes": len(nodes), "pods": len(pods),
+                      "rss": rss_bytes()}))
+    print(out.getvalue())
+    return 0
+
+
 def main() -> int:
+    from bench.__main__ import FullCollections
     from bot.clusters.sources import WatchSource
     from triage.classify import triage
     from triage.cluster import load_api_client
     from triage.refs import parse_ref
 
-    kubeconfig, *refs = sys.argv[1:]
+    arguments = sys.argv[1:]
+    if arguments[0] == "--profile":
+        return profile_ready(arguments[1])
+    answers = arguments[0] == "--answers"
+    kubeconfig, *refs = arguments[1:] if answers else arguments
     client = load_api_client(kubeconfig)
     cpu_started, started = time.process_time(), time.perf_counter()
     source = WatchSource(api_client=client, timeout=120).start()
@@ -96,17 +164,24 @@ def main() -> int:
         return request(*args, **kwargs)
 
     reader._request = counted  # type: ignore[method-assign]
-    counts = []
-    for text in refs:
-        ref = parse_ref(text)
-        before = sent
-        triage(source.cache.snapshot_for(ref), ref)
-        counts.append(sent - before)
+    counts, timings = [], []
+    with FullCollections() as full:
+        for text in refs:
+            ref = parse_ref(text)
+            before, started = sent, time.perf_counter()
+            if answers:
+                answer(source, ref)
+            else:
+                triage(source.cache.snapshot_for(ref), ref)
+            timings.append(time.perf_counter() - started)
+            counts.append(sent - before)
     rss_after = rss_bytes()
-    views = measure_views(source)
+    figures = {"answers": timings, "full_collections": full.count,
+               "full_collection_seconds": full.seconds,
+               **({"loop_floor": bare_loop_floor(source)} if answers else measure_views(source))}
     source.stop()
 
-    print(json.dumps({"rss_after": rss_after, "requests": counts, **views}))
+    print(json.dumps({"rss_after": rss_after, "requests": counts, **figures}))
     return 0
 
 
