@@ -16,7 +16,7 @@ import msgspec
 
 from scoring.nodetable import NodeInfo, node_info, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
-from triage.pages import slim_nodes, slim_pods
+from triage.pages import kept_pods, slim_nodes
 from triage.pods import Holdings, add_holding, extended_share, merge_pods, sum_requests
 from triage.slim import slim_node, slim_pod
 from triage.snapshot import Snapshot
@@ -105,7 +105,11 @@ def without_managed_fields(obj: K8sObject) -> K8sObject:
 
 
 Amounts = dict[str, Decimal]  # resource -> summed effective request
-MAX_SHARED_SPECS = 10_000  # distinct pod specs whose requests are remembered
+MAX_SHARED_SPECS = 10_000  # distinct pod specs (and other shared values) remembered
+# a pod's own fields, and its metadata's shared ones (the rest of its metadata is its own)
+_OWN_FIELDS = frozenset({"metadata", "spec"})
+_ALIKE_METADATA = frozenset({"labels", "ownerReferences", "annotations"})
+_REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")  # see sum_requests
 _encode = msgspec.json.Encoder().encode
 
 
@@ -127,14 +131,16 @@ class PodStore:
         self._waiting: dict[tuple[str, str], K8sObject] = {}  # no node, or bound and Pending
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
-        self._shares: dict[bytes, Amounts] = {}  # by the spec less its node: see _share
-
-    # what a list keeps of each pod as its page arrives (of a finished one: nothing)
-    slim = slim_pods()
+        self._specs: dict[bytes, K8sObject] = {}  # one spec of each kind, less its node
+        self._shared: dict[bytes, object] = {}  # the other values pods share, by their JSON
+        self._shares: dict[tuple[int, ...], tuple[Amounts, tuple[object, ...]]] = {}
+        self._shares_by_json: dict[bytes, Amounts] = {}
+        # what a list keeps of each pod as its page arrives (of a finished one: nothing)
+        self.slim = kept_pods(self._kept)
 
     def replace(self, items: Iterable[K8sObject]) -> None:
-        """A full list's pods, slim already, indexed in bulk: each node's pods sorted and its
-        requests summed once, not per insert."""
+        """A full list's pods, slim already (kept by ``slim`` as their pages came), indexed
+        in bulk: each node's pods sorted and its requests summed once, not per insert."""
         pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
         on_node: dict[str, list[K8sObject]] = {}
         requested: dict[str, Amounts] = {}
@@ -175,17 +181,60 @@ class PodStore:
             self._discard(object_key(pod))
             self._add(pod)
 
-    def _share(self, pod: K8sObject) -> Amounts:
-        """The pod's summed requests (never changed: node totals are new dicts). Only its spec
-        decides them, and not where it runs, so a workload's replicas share one answer."""
-        spec = pod.get("spec") or {}
+    def _kept(self, pod: K8sObject) -> K8sObject:
+        """The slim pod as kept. A workload's replicas and a daemonset's pods differ in little
+        but their names and nodes: what they have alike (the spec less its node, labels,
+        owners, annotations, status) is one object shared by all of them, read and never
+        changed (a million pods of a few dozen kinds take about 1 KB each, not 3.4 KB)."""
+        spec = pod.get("spec")
+        if not isinstance(spec, dict):
+            return pod
         key = _encode({field: value for field, value in spec.items() if field != "nodeName"})
-        share = self._shares.get(key)
-        if share is None:
+        alike = self._specs.get(key)
+        if alike is None:
+            if len(self._specs) >= MAX_SHARED_SPECS:
+                self._specs.clear()
+            alike = self._specs[key] = spec
+        kept = {field: value if field in _OWN_FIELDS else self._alike(value)
+                for field, value in pod.items()}
+        kept["spec"] = {field: value if field == "nodeName" else alike[field]
+                        for field, value in spec.items()}
+        metadata = pod.get("metadata")
+        if isinstance(metadata, dict):
+            kept["metadata"] = {field: self._alike(value) if field in _ALIKE_METADATA else value
+                                for field, value in metadata.items()}
+        return kept
+
+    def _share(self, pod: K8sObject) -> Amounts:
+        """The pod's summed requests (never changed: node totals are new dicts), summed once
+        per kind of spec: only the fields they are summed from decide them, not where it
+        runs, so a workload's replicas share one answer. Found by those fields' identities
+        (the pods of a kind share those objects: ``_kept``), held with the answer so an
+        identity is never another object's; else by their JSON."""
+        spec = pod.get("spec") or {}
+        fields = tuple(spec.get(field) for field in _REQUEST_FIELDS)
+        key = tuple(map(id, fields))
+        known = self._shares.get(key)
+        if known is None:
             if len(self._shares) >= MAX_SHARED_SPECS:
                 self._shares.clear()
-            share = self._shares[key] = sum_requests([pod])
-        return share
+            share = sum_requests([{"spec": dict(zip(_REQUEST_FIELDS, fields, strict=True))}])
+            if len(self._shares_by_json) >= MAX_SHARED_SPECS:
+                self._shares_by_json.clear()
+            share = self._shares_by_json.setdefault(_encode(share), share)
+            known = self._shares[key] = (share, fields)
+        return known[0]
+
+    def _alike(self, value: object) -> object:
+        """The one object equal to ``value`` that this store keeps (values seen less than
+        MAX_SHARED_SPECS values ago)."""
+        key = _encode(value)
+        known = self._shared.get(key)
+        if known is None:
+            if len(self._shared) >= MAX_SHARED_SPECS:
+                self._shared.clear()
+            known = self._shared[key] = value
+        return known
 
     def remove(self, pod: K8sObject) -> None:
         namespace, name = key = object_key(pod)
@@ -199,7 +248,7 @@ class PodStore:
         if is_terminated(pod):  # it left the field selector: the server sends it as DELETED
             names.pop(name, None)
             return
-        small = slim_pod(pod)
+        small = self._kept(slim_pod(pod))
         share = self._share(small)
         self._pods[key] = (small, share)
         if name not in names:

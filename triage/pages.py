@@ -78,5 +78,11 @@ def slim_nodes() -> ItemShape:
 def slim_pods() -> ItemShape:
     """What a list keeps of each pod: SLIM_POD with only the annotations that record device
     allocations; of a finished pod, nothing."""
+    return kept_pods(lambda small: small)
+
+
+def kept_pods(keep: Callable[[K8sObject], K8sObject]) -> ItemShape:
+    """``slim_pods``, each pod kept passed through ``keep`` as its page arrives (the watch
+    cache's store: its pods share what they have alike before the page goes)."""
     return ItemShape("Pod", SLIM_POD, lambda small: None if is_terminated(small)
-                     else trim_pod_annotations(small))
+                     else keep(trim_pod_annotations(small)))

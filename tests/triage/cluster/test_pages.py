@@ -24,7 +24,7 @@ from triage.slim import slim
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 RECORDED = sorted(d for folder in ("scenarios", "scenarios-extra")
                   for d in (FIXTURES / folder).iterdir() if (d / "pods.json").exists())
-SHAPES = {"pods.json": PodStore.slim, "nodes.json": NodeStore.slim}
+SHAPES = {"pods.json": PodStore().slim, "nodes.json": NodeStore.slim}
 
 
 def as_page(items: list[dict[str, Any]]) -> bytes:
@@ -67,7 +67,7 @@ def odd_pods() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("pod", odd_pods(), ids=["container", "status", "init", "metadata"])
 def test_a_page_the_types_do_not_fit_is_not_cut(pod: dict[str, Any]) -> None:
-    assert PodStore.slim.cut_page(as_page([pod])) is None
+    assert PodStore().slim.cut_page(as_page([pod])) is None
 
 
 def test_a_page_the_types_do_not_fit_is_kept_as_slim_keeps_it(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_a_page_the_types_do_not_fit_is_kept_as_slim_keeps_it(tmp_path: Path) ->
         for pod in (odd[0], odd[2]):  # of the others, the cache's own reads make nothing
             api.apply(pod)
         reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
-        shape = PodStore.slim
+        shape = PodStore().slim
         listed, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=3, keep=shape)
         one_by_one, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=3,
                                         keep=lambda item: shape(item))

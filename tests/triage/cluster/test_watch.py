@@ -20,6 +20,7 @@ from tests.triage.cluster.conftest import eventually, ready_cache, ref_of, watch
 from triage.cache import IndexedSnapshot, PodStore
 from triage.cluster import read_snapshot
 from triage.errors import ClusterError
+from triage.slim import slim_pod
 from triage.snapshot import Snapshot
 
 SEVEN = FIXTURES / "scenarios" / "seven-states"
@@ -422,6 +423,33 @@ def test_fetched_pods_override_a_stale_cache_as_a_cold_read_would(
     assert isinstance(cached, IndexedSnapshot)
     assert node_views(cached) == node_views(read_snapshot(cache.cache.reader.api_client, ref))
     assert node_views(cached)["gpu-a10-full"] == a10_full
+
+
+def test_pods_of_one_kind_share_what_they_have_alike_and_keep_their_own() -> None:
+    pod = json.loads((SEVEN / "pods.json").read_text())["items"][0]
+    twin = copy.deepcopy(pod)
+    twin["metadata"].update(name=pod["metadata"]["name"] + "-twin", uid="twin-uid")
+    twin["spec"]["nodeName"] = "elsewhere"
+    store = PodStore()
+    store.replace([store.slim(pod), store.slim(twin)])
+    kept = {p["metadata"]["name"]: p for p in store.all()}
+    first, second = kept[pod["metadata"]["name"]], kept[twin["metadata"]["name"]]
+    # kept as a slim copy keeps it, field for field and in order
+    assert json.dumps(first) == json.dumps(slim_pod(pod))
+    assert json.dumps(second) == json.dumps(slim_pod(twin))
+    assert first["spec"]["containers"] is second["spec"]["containers"]
+    assert first["metadata"]["labels"] is second["metadata"]["labels"]
+    assert first["status"] is second["status"]
+    assert (first["spec"]["nodeName"], second["spec"]["nodeName"]) == (
+        pod["spec"]["nodeName"], "elsewhere")
+    relabelled = copy.deepcopy(twin)
+    relabelled["metadata"]["labels"] = {"app": "other"}
+    relabelled["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "7"
+    store.upsert(relabelled)
+    after = {p["metadata"]["name"]: p for p in store.all()}
+    assert after[twin["metadata"]["name"]]["metadata"]["labels"] == {"app": "other"}
+    assert after[pod["metadata"]["name"]] == slim_pod(pod)  # its twin's event left it alone
+    assert store.by_node_view()[1]["elsewhere"]["cpu"] == Decimal(7)
 
 
 def test_pods_alike_but_for_their_node_share_one_requests_answer() -> None:
