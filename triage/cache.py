@@ -140,16 +140,19 @@ class PodStore:
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's pods, slim already (kept by ``slim`` as their pages came), indexed
-        in bulk: each node's pods sorted and its requests summed once, not per insert."""
+        in bulk: each node's pods sorted and its sums made once per kind of pod on it (a
+        namespace's pods of one spec), not per pod."""
         pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
-        on_node: dict[str, list[K8sObject]] = {}
-        requested: dict[str, Amounts] = {}
-        holdings: dict[str, Holdings] = {}
+        on_node: dict[str, list[tuple[tuple[str, str], K8sObject]]] = {}
+        # by node, its pods' (namespace, share) in the order first seen, and how many
+        kinds_on: dict[str, dict[tuple[str, int], tuple[Amounts, list[int]]]] = {}
         waiting: dict[tuple[str, str], K8sObject] = {}
         by_namespace: dict[str, dict[str, K8sObject]] = {}
         for pod in items:
             namespace, name = key = object_key(pod)
-            names = by_namespace.setdefault(namespace, {})
+            names = by_namespace.get(namespace)
+            if names is None:
+                names = by_namespace[namespace] = {}
             if is_terminated(pod):
                 names.pop(name, None)
                 waiting.pop(key, None)
@@ -160,17 +163,20 @@ class PodStore:
             if _waiting(pod):
                 waiting[key] = pod
             if node_name := pod.get("spec", {}).get("nodeName"):
-                on_node.setdefault(node_name, []).append(pod)
-                total = requested.setdefault(node_name, {})
-                for resource, amount in share.items():
-                    total[resource] = total.get(resource, Decimal(0)) + amount
-                if extended := extended_share(share):
-                    holdings[node_name] = add_holding(holdings.get(node_name, {}), namespace,
-                                                      extended)
-        by_node = {node: tuple(sorted(listed, key=object_key)) for node, listed in on_node.items()}
-        for total in requested.values():
-            for resource in [r for r, amount in total.items() if not amount and r != "pods"]:
-                del total[resource]
+                on_node.setdefault(node_name, []).append((key, pod))
+                kinds = kinds_on.setdefault(node_name, {})
+                kind = kinds.get((namespace, id(share)))
+                if kind is None:
+                    kind = kinds[namespace, id(share)] = (share, [0])
+                kind[1][0] += 1
+        by_node = {node: tuple(pod for _, pod in sorted(listed, key=_first))
+                   for node, listed in on_node.items()}
+        requested: dict[str, Amounts] = {}
+        holdings: dict[str, Holdings] = {}
+        for node_name, kinds in kinds_on.items():
+            requested[node_name], held = _summed(kinds)
+            if held:
+                holdings[node_name] = held
         with self._lock:
             self._pods, self._by_node, self._requested = pods, by_node, requested
             self._holdings, self._waiting = holdings, waiting
@@ -319,6 +325,30 @@ class PodStore:
 
     def __len__(self) -> int:
         return len(self._pods)
+
+
+def _first(pair: tuple[tuple[str, str], K8sObject]) -> tuple[str, str]:
+    return pair[0]
+
+
+def _summed(kinds: Mapping[tuple[str, int], tuple[Amounts, list[int]]],
+            ) -> tuple[Amounts, dict[str, dict[str, tuple[int, int]]]]:
+    """A node's summed requests and holdings (Snapshot.holdings_on) from its kinds of pod:
+    (namespace, id of the share) -> (share, [how many]), in the order first seen, so each
+    resource and namespace comes in the order a pod-by-pod sum meets it."""
+    total: Amounts = {}
+    holdings: dict[str, dict[str, tuple[int, int]]] = {}
+    for (namespace, _), (share, (count,)) in kinds.items():
+        for resource, amount in share.items():
+            total[resource] = total.get(resource, Decimal(0)) + amount * count
+        if extended := extended_share(share):
+            entry = holdings.setdefault(namespace, {})
+            for resource, whole in extended.items():
+                held, pods = entry.get(resource, (0, 0))
+                entry[resource] = (held + whole * count, pods + count)
+    for resource in [r for r, amount in total.items() if not amount and r != "pods"]:
+        del total[resource]
+    return total, holdings
 
 
 def _waiting(pod: K8sObject) -> bool:

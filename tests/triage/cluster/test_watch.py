@@ -452,6 +452,34 @@ def test_pods_of_one_kind_share_what_they_have_alike_and_keep_their_own() -> Non
     assert store.by_node_view()[1]["elsewhere"]["cpu"] == Decimal(7)
 
 
+def test_a_listed_node_sums_its_kinds_of_pod_as_a_pod_by_pod_sum_does() -> None:
+    """Pods of two namespaces and three specs, interleaved on one node: its requests and
+    holdings in the bulk index are the Snapshot's own (summed pod by pod)."""
+    pods = json.loads((SEVEN / "pods.json").read_text())["items"]
+    gpu = next(p for p in pods if "nvidia.com/gpu" in json.dumps(p["spec"]["containers"]))
+    plain = next(p for p in pods if "nvidia.com/gpu" not in json.dumps(p["spec"]))
+    listed = []
+    for index, (template, namespace, cpu) in enumerate([
+            (plain, "zeta", "1"), (gpu, "alpha", None), (plain, "alpha", "250m"),
+            (gpu, "zeta", None), (plain, "zeta", "1"), (gpu, "alpha", None)]):
+        pod = copy.deepcopy(template)
+        pod["metadata"].update(name=f"pod-{index}", namespace=namespace, uid=f"uid-{index}")
+        pod["spec"]["nodeName"] = "node-a"
+        pod["status"]["phase"] = "Running"
+        if cpu is not None:
+            pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": cpu}}
+        listed.append(pod)
+    store = PodStore()
+    store.replace([store.slim(pod) for pod in listed])
+    by_node, requested, holdings = store.by_node_view()
+    whole = Snapshot(pods=[slim_pod(pod) for pod in listed])
+    assert requested["node-a"] == whole.requested_on("node-a")
+    assert json.dumps(holdings["node-a"]) == json.dumps(whole.holdings_on("node-a"))
+    assert holdings["node-a"]["alpha"]["nvidia.com/gpu"][1] == 2
+    assert [p["metadata"]["name"] for p in by_node["node-a"]] == [
+        p["metadata"]["name"] for p in whole.pods_on("node-a")]
+
+
 def test_pods_alike_but_for_their_node_share_one_requests_answer() -> None:
     pod = json.loads((SEVEN / "pods.json").read_text())["items"][0]
     twin = copy.deepcopy(pod)
