@@ -118,7 +118,7 @@ def profile_ready(kubeconfig: str) -> int:
     for resource, selector, store in ((NODES, "", nodes), (PODS, NON_TERMINATED, pods)):
         with bulk_parse():
             items, _ = reader.list_all(resource, field_selector=selector,
-                                       page_size=DEFAULT_PAGE_SIZE, keep=store.slim)
+                                       page_size=DEFAULT_PAGE_SIZE, keep=store.slim, ahead=True)
             store.replace(items)
             del items
     profile.disable()

@@ -8,6 +8,8 @@ import logging
 import re
 import ssl
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -69,6 +71,16 @@ class UnknownVersion(ClusterError):
     """The API group is served, but in no version gpuwhy reads."""
 
 
+# a list page's continue token, where kube-apiserver puts it: in the metadata before the items
+_HEAD_TOKEN = re.compile(rb'"metadata":\s*\{[^{}]*?"continue":\s*"([^"]+)"')
+
+
+def head_token(data: bytes) -> str:
+    """The continue token read from a page's head without decoding it ("" if not there)."""
+    found = _HEAD_TOKEN.search(data, 0, 4096)
+    return found.group(1).decode() if found else ""
+
+
 class ClusterReader:
     """Raw JSON requests with a timeout; errors become one-sentence ClusterErrors."""
 
@@ -93,36 +105,56 @@ class ClusterReader:
     def list_all(self, resource: Resource, namespace: str = "", *, field_selector: str = "",
              label_selector: str = "", page_size: int = DEFAULT_PAGE_SIZE,
              keep: ItemShape | Callable[[K8sObject], K8sObject | None] | None = None,
-             ) -> tuple[list[K8sObject], str]:
+             ahead: bool = False) -> tuple[list[K8sObject], str]:
         """All matching objects (paged) and the list's resourceVersion.
 
         ``keep`` sees each item as its page arrives and returns what to keep of it (None: drop
         it), so a list of 150,000 pods never holds more than one page in full; an ItemShape
         decodes each page straight into what it keeps. A 410 on a continue token (the list
         took longer than etcd keeps history) restarts the list from the first page, as
-        kubectl does.
+        kubectl does. ``ahead``: the next page is asked for, from another thread, as soon as
+        a page's continue token is read from its head, while this one is decoded (the API
+        server renders it meanwhile); a token the decoded page does not confirm is asked for
+        again.
         """
         call = _Call("list", resource, namespace)
         query = [(key, value) for key, value in (("fieldSelector", field_selector),
                                                  ("labelSelector", label_selector)) if value]
         if page_size:
             query.append(("limit", str(page_size)))
-        for _ in range(MAX_LIST_RESTARTS):
-            items: list[K8sObject] = []
-            token = ""
-            try:
-                while True:
-                    page_query = [*query, ("continue", token)] if token else query
-                    response = self._request(call, "GET", resource.path(namespace), page_query)
-                    if response is None:
-                        raise self._not_found(call, "")
-                    metadata = self._page(call, resource, self._body(call, response), keep,
-                                          items)
-                    token = metadata.get("continue") or ""
-                    if not token:
-                        return items, str(metadata.get("resourceVersion") or "")
-            except Expired:
-                log.info("%s: continue token expired, listing again", call.describe())
+
+        def ask(token: str) -> Any:
+            """The page's response, its body not read yet."""
+            page_query = [*query, ("continue", token)] if token else query
+            response = self._request(call, "GET", resource.path(namespace), page_query)
+            if response is None:
+                raise self._not_found(call, "")
+            return response
+
+        def fetch(token: str) -> bytes:
+            return self._body(call, ask(token))
+
+        with ThreadPoolExecutor(1, thread_name_prefix=f"list-{resource.plural}") if ahead \
+                else nullcontext() as fetcher:
+            for _ in range(MAX_LIST_RESTARTS):
+                items: list[K8sObject] = []
+                token = ""
+                try:
+                    data = fetch(token)
+                    while True:
+                        asked = head_token(data) if fetcher is not None else ""
+                        following = fetcher.submit(ask, asked) \
+                            if fetcher is not None and asked else None
+                        metadata = self._page(call, resource, data, keep, items)
+                        token = metadata.get("continue") or ""
+                        if not token:
+                            return items, str(metadata.get("resourceVersion") or "")
+                        # the body is read here: read by the other thread, each chunk of it
+                        # would wait for this one's decoding to let go of the interpreter
+                        data = self._body(call, following.result()) if following is not None \
+                            and token == asked else fetch(token)
+                except Expired:
+                    log.info("%s: continue token expired, listing again", call.describe())
         raise ClusterError(f"The Kubernetes API server at {self.server} kept expiring the "
                            f"paged list ({call.describe()}); the cluster changes faster than "
                            "gpuwhy can page through it, try a larger page size.")

@@ -91,7 +91,7 @@ class _Reflector:
                     with bulk_parse():  # a list makes objects that live on: GC would re-walk them
                         items, self.resource_version = self.cache.reader.list_all(
                             self.resource, field_selector=self.field_selector,
-                            page_size=self.cache.page_size, keep=self.store.slim)
+                            page_size=self.cache.page_size, keep=self.store.slim, ahead=True)
                         self.store.replace(items)
                         del items
                     self.heard = time.monotonic()

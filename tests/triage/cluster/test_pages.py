@@ -15,8 +15,9 @@ from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import eventually
 from triage.cache import NodeStore, PodStore
 from triage.cluster import load_api_client
-from triage.cluster.reader import ClusterReader
+from triage.cluster.reader import ClusterReader, head_token
 from triage.cluster.resources import NON_TERMINATED, PODS
+from triage.errors import ClusterError
 from triage.pages import ItemShape
 from triage.refs import PodRef
 from triage.slim import slim
@@ -108,3 +109,37 @@ def test_a_truncated_first_page_is_the_answer_until_a_list_works(tmp_path: Path)
             assert source.triage(PodRef("research", "full")).cause == "exhausted"
         finally:
             source.stop()
+
+
+def test_a_list_read_ahead_is_the_list_read_page_by_page(tmp_path: Path) -> None:
+    with FakeKubeAPI(SEVEN) as api:
+        reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
+        shape = PodStore().slim
+        mark = api.mark()
+        by_page, version = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=2,
+                                           keep=shape)
+        sent = api.mark() - mark
+        ahead, ahead_version = reader.list_all(PODS, field_selector=NON_TERMINATED,
+                                               page_size=2, keep=shape, ahead=True)
+        assert api.mark() - mark == 2 * sent > 2  # the same pages, each asked for once
+    assert json.dumps(ahead) == json.dumps(by_page)
+    assert ahead_version == version
+
+
+def test_a_continue_token_is_read_from_a_pages_own_metadata_only() -> None:
+    assert head_token(b'{"kind":"PodList","metadata":{"resourceVersion":"7","continue":"t1"},'
+                      b'"items":[]}') == "t1"
+    assert head_token(b'{"kind": "PodList", "metadata": {"continue": "t2"}, "items": []}') == "t2"
+    # an item's metadata is not the list's: a label or annotation is a level deeper
+    assert head_token(b'{"kind":"PodList","metadata":{},"items":[{"metadata":{"labels":'
+                      b'{"continue":"no"}}}]}') == ""
+    assert head_token(b'{"kind":"PodList","metadata":{"resourceVersion":"7"},"items":[]}') == ""
+
+
+def test_a_failing_page_read_ahead_fails_the_list_with_one_sentence(tmp_path: Path) -> None:
+    with FakeKubeAPI(SEVEN) as api:
+        api.inject("truncate", "^/api/v1/pods$", query="continue=", times=1)
+        reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
+        with pytest.raises(ClusterError) as failed:
+            reader.list_all(PODS, page_size=2, keep=PodStore().slim, ahead=True)
+    assert "\n" not in str(failed.value) and str(failed.value).endswith(".")
