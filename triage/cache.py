@@ -6,6 +6,7 @@ the IndexedSnapshot a triage reads from them. Pure: the reflectors in
 from __future__ import annotations
 
 import bisect
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -16,9 +17,9 @@ import msgspec
 
 from scoring.nodetable import NodeInfo, node_info, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
-from triage.pages import kept_pods, slim_nodes
+from triage.pages import ItemShape, kept_pods
 from triage.pods import Holdings, add_holding, extended_share, merge_pods, sum_requests
-from triage.slim import slim_node, slim_pod
+from triage.slim import SLIM_NODE, slim_node, slim_pod
 from triage.snapshot import Snapshot
 
 
@@ -26,10 +27,11 @@ class NodeStore:
     """Nodes by name with their node-table rows (kept current per event), viewed in the API
     server's list order (by name) like a cold list."""
 
-    slim = slim_nodes()  # kept of a node as its page arrives
-
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._alike = Alike()
+        # kept of a node as its page arrives
+        self.slim = ItemShape("Node", SLIM_NODE, self._kept)
         self._nodes: dict[str, NodeInfo] = {}
         self._in_order = True
         self._view: tuple[list[K8sObject], tuple[NodeInfo, ...]] | None = None
@@ -40,8 +42,24 @@ class NodeStore:
         with self._lock:
             self._nodes, self._in_order, self._view = fresh, False, None
 
+    def _kept(self, node: K8sObject) -> K8sObject:
+        """The slim node as kept: the nodes of a pool differ in little but their names; their
+        spec, capacity, allocatable, conditions, runtime handlers and annotations, where
+        alike, are one object shared by all of them (read and never changed), and their
+        labels' strings too."""
+        kept = {field: value if field in ("metadata", "status") else self._alike(value)
+                for field, value in node.items()}
+        status, metadata = node.get("status"), node.get("metadata")
+        if isinstance(status, dict):
+            kept["status"] = {field: self._alike(value) for field, value in status.items()}
+        if isinstance(metadata, dict):
+            kept["metadata"] = {field: _interned(value) if field == "labels" else
+                                self._alike(value) if field == "annotations" else value
+                                for field, value in metadata.items()}
+        return kept
+
     def upsert(self, node: K8sObject) -> None:
-        row = node_info(slim_node(node))
+        row = node_info(self._kept(slim_node(node)))
         with self._lock:
             # replacing a known node keeps its place; only a new one spoils the order
             self._in_order = self._in_order and row.name in self._nodes
@@ -64,6 +82,31 @@ class NodeStore:
 
     def __len__(self) -> int:
         return len(self._nodes)
+
+
+class Alike:
+    """One object for each distinct value (by its JSON) of the last MAX_SHARED_SPECS: the
+    stores' objects share their equal parts (read and never changed)."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, object] = {}
+
+    def __call__(self, value: object) -> object:
+        key = _encode(value)
+        known = self._known.get(key)
+        if known is None:
+            if len(self._known) >= MAX_SHARED_SPECS:
+                self._known.clear()
+            known = self._known[key] = value
+        return known
+
+
+def _interned(labels: object) -> object:
+    """Labels with their keys and values interned (a pool's nodes share most of them)."""
+    if not isinstance(labels, dict):
+        return labels
+    return {sys.intern(key): sys.intern(value) if isinstance(value, str) else value
+            for key, value in labels.items()}
 
 
 class ObjectStore:
@@ -132,7 +175,7 @@ class PodStore:
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
         self._specs: dict[bytes, K8sObject] = {}  # one spec of each kind, less its node
-        self._shared: dict[bytes, object] = {}  # the other values pods share, by their JSON
+        self._alike = Alike()  # the other values pods share
         self._shares: dict[tuple[int, ...], tuple[Amounts, tuple[object, ...]]] = {}
         self._shares_by_json: dict[bytes, Amounts] = {}
         # what a list keeps of each pod as its page arrives (of a finished one: nothing)
@@ -230,17 +273,6 @@ class PodStore:
             share = self._shares_by_json.setdefault(_encode(share), share)
             known = self._shares[key] = (share, fields)
         return known[0]
-
-    def _alike(self, value: object) -> object:
-        """The one object equal to ``value`` that this store keeps (values seen less than
-        MAX_SHARED_SPECS values ago)."""
-        key = _encode(value)
-        known = self._shared.get(key)
-        if known is None:
-            if len(self._shared) >= MAX_SHARED_SPECS:
-                self._shared.clear()
-            known = self._shared[key] = value
-        return known
 
     def remove(self, pod: K8sObject) -> None:
         namespace, name = key = object_key(pod)

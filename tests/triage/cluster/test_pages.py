@@ -25,7 +25,7 @@ from triage.slim import slim
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 RECORDED = sorted(d for folder in ("scenarios", "scenarios-extra")
                   for d in (FIXTURES / folder).iterdir() if (d / "pods.json").exists())
-SHAPES = {"pods.json": PodStore().slim, "nodes.json": NodeStore.slim}
+SHAPES = {"pods.json": PodStore().slim, "nodes.json": NodeStore().slim}
 
 
 def as_page(items: list[dict[str, Any]]) -> bytes:

@@ -17,10 +17,10 @@ from scoring.objects import is_terminated, object_key
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import eventually, ready_cache, ref_of, watch_source
-from triage.cache import IndexedSnapshot, PodStore
+from triage.cache import IndexedSnapshot, NodeStore, PodStore
 from triage.cluster import read_snapshot
 from triage.errors import ClusterError
-from triage.slim import slim_pod
+from triage.slim import slim_node, slim_pod
 from triage.snapshot import Snapshot
 
 SEVEN = FIXTURES / "scenarios" / "seven-states"
@@ -423,6 +423,28 @@ def test_fetched_pods_override_a_stale_cache_as_a_cold_read_would(
     assert isinstance(cached, IndexedSnapshot)
     assert node_views(cached) == node_views(read_snapshot(cache.cache.reader.api_client, ref))
     assert node_views(cached)["gpu-a10-full"] == a10_full
+
+
+def test_nodes_of_a_pool_share_what_they_have_alike_and_keep_their_own() -> None:
+    node = next(n for n in json.loads((SEVEN / "nodes.json").read_text())["items"]
+                if n["metadata"]["name"] == "gpu-a100-1")
+    twin = copy.deepcopy(node)
+    twin["metadata"].update(name="gpu-a100-twin", uid="twin-uid")
+    twin["metadata"]["labels"]["kubernetes.io/hostname"] = "gpu-a100-twin"
+    store = NodeStore()
+    store.replace([store.slim(node), store.slim(twin)])
+    kept = {n["metadata"]["name"]: n for n in store.view()[0]}
+    first, second = kept["gpu-a100-1"], kept["gpu-a100-twin"]
+    assert json.dumps(first) == json.dumps(slim_node(node))
+    assert json.dumps(second) == json.dumps(slim_node(twin))
+    assert first["status"]["capacity"] is second["status"]["capacity"]
+    assert first["metadata"]["labels"] is not second["metadata"]["labels"]
+    broken = copy.deepcopy(twin)
+    broken["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    store.upsert(broken)
+    rows = {row.name: row for row in store.view()[1]}
+    assert rows["gpu-a100-twin"].raw["status"]["allocatable"]["nvidia.com/gpu"] == "0"
+    assert rows["gpu-a100-1"].raw == slim_node(node)  # its twin's event left it alone
 
 
 def test_pods_of_one_kind_share_what_they_have_alike_and_keep_their_own() -> None:
