@@ -280,6 +280,18 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def ready_rows(row: Callable[..., None], ready: Mapping[str, float], floor: float,
+               ratio_unit: str, server: tuple[str, float]) -> None:
+    """The watch child's ready line as rows: time to ready against its floor, the CPU time
+    of the cache and of the server (``server``: its name and CPU seconds), the RSS."""
+    row("gpuwhy serve watch cache: ready", ready["ready_seconds"], floor, ratio_unit)
+    row("  its CPU time until ready", ready["cpu_seconds"], ready["ready_seconds"],
+        "× ready time")
+    row(f"  {server[0]}'s CPU time until then", server[1], ready["ready_seconds"],
+        "× ready time")
+    row("  its RSS when ready", ready["rss_ready"] / GIB, None, "GiB", unit="GiB")
+
+
 def measure_watch(directory: Path, row: Callable[..., None]) -> None:
     """The cache in a child process; tests/kubeapi.py serves it from threads of this process,
     which otherwise only waits: this process's CPU time until the child is ready is the
@@ -302,13 +314,8 @@ def measure_watch(directory: Path, row: Callable[..., None]) -> None:
             if child.returncode != 0 or not ready_line:
                 raise RuntimeError(f"{command[:3]}: exit {child.returncode}")
         ready, result = json.loads(ready_line), json.loads(rest.strip().splitlines()[-1])
-        row("gpuwhy serve watch cache: ready", ready["ready_seconds"], floor,
-            "× parse floor of nodes + pods")
-        row("  its CPU time until ready", ready["cpu_seconds"], ready["ready_seconds"],
-            "× ready time")
-        row("  the test API server's CPU time until then", server_cpu, ready["ready_seconds"],
-            "× ready time")
-        row("  its RSS when ready", ready["rss_ready"] / GIB, None, "GiB", unit="GiB")
+        ready_rows(row, ready, floor, "× parse floor of nodes + pods",
+                   ("the test API server", server_cpu))
         row("  its RSS after the triages", result["rss_after"] / GIB, None, "GiB", unit="GiB")
         floor_views = result["views_floor"]
         row("  bare loop over the cached nodes (floor)", floor_views, None, "")
@@ -488,13 +495,7 @@ def measure_paged(nodes: int, pods: int, seed: int, row: Callable[..., None],
         finally:
             server.stdin.close()
     ready, result = json.loads(ready_line), json.loads(rest.strip().splitlines()[-1])
-    row("gpuwhy serve watch cache: ready", ready["ready_seconds"], floor,
-        "× raw list floor")
-    row("  its CPU time until ready", ready["cpu_seconds"], ready["ready_seconds"],
-        "× ready time")
-    row("  the page server's CPU time until then", server_cpu, ready["ready_seconds"],
-        "× ready time")
-    row("  its RSS when ready", ready["rss_ready"] / GIB, None, "GiB", unit="GiB")
+    ready_rows(row, ready, floor, "× raw list floor", ("the page server", server_cpu))
     row(f"  its RSS after {PAGED_ANSWERS} slash commands", result["rss_after"] / GIB, None,
         "GiB", unit="GiB")
     loop = result["loop_floor"]
