@@ -9,11 +9,11 @@ or since v2.10 the full reason string). Parsers return None for text they do not
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from scoring.hami import ALL_CODES, NODE_UNREGISTERED
+from scoring.rows import EventRow
 
 FILTERING_FAILED = "FilteringFailed"
 FILTERING_SUCCEED = "FilteringSucceed"
@@ -151,7 +151,7 @@ def is_hami_node_text(reason: str) -> bool:
     return reason.strip() in HAMI_NODE_TEXTS or bool(parse_node_reason(reason))
 
 
-def read_hami_events(events: Iterable[Mapping[str, Any]]) -> HamiEvents:
+def read_hami_events(events: Iterable[EventRow]) -> HamiEvents:
     """The HAMi events about one pod; ``events`` newest first (``Snapshot.events_for``)."""
     newest: str | None = None
     succeeded: FilteringSucceeded | None = None
@@ -160,11 +160,11 @@ def read_hami_events(events: Iterable[Mapping[str, Any]]) -> HamiEvents:
     binding_failure: BindingFailure | None = None
     binding_success: BindingSuccess | None = None
     for event in events:
-        reason = event.get("reason")
+        reason = event.reason
         if reason not in HAMI_EVENT_REASONS:
             continue
-        newest = newest or str(reason)
-        message = _message(event)
+        newest = newest or reason
+        message = event.text
         if reason == FILTERING_SUCCEED:
             succeeded = succeeded or parse_filtering_succeeded(message)
         elif reason == FILTERING_FAILED:
@@ -182,7 +182,7 @@ def read_hami_events(events: Iterable[Mapping[str, Any]]) -> HamiEvents:
                       binding_success=binding_success)
 
 
-def scheduler_scores(events: Iterable[Mapping[str, Any]]) -> dict[str, float] | None:
+def scheduler_scores(events: Iterable[EventRow]) -> dict[str, float] | None:
     """The node scores of the newest ``FilteringSucceed`` (the scheduler's own), or None.
 
     A newer ``FilteringFailed`` makes them stale: the cluster has changed since.
@@ -192,7 +192,3 @@ def scheduler_scores(events: Iterable[Mapping[str, Any]]) -> dict[str, float] | 
         return None
     return dict(hami.succeeded.scores)
 
-
-def _message(event: Mapping[str, Any]) -> str:
-    # core/v1 events carry "message", events.k8s.io/v1 ones "note"
-    return str(event.get("message") or event.get("note") or "")

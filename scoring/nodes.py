@@ -5,7 +5,7 @@ Each returns what fails (empty when the node passes), so the failing text become
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scoring.objects import K8sObject
@@ -28,27 +28,39 @@ def labels(node: Mapping[str, Any]) -> Mapping[str, str]:
 
 def selector_mismatches(spec: Mapping[str, Any], node: Mapping[str, Any]) -> list[str]:
     """The selector terms the node fails, as `key=value` / `key In (a,b)` texts."""
-    node_labels = labels(node)
-    unmatched = [f"{key}={value}" for key, value in (spec.get("nodeSelector") or {}).items()
+    return selection_mismatches(spec.get("nodeSelector") or {}, required_terms(spec),
+                                labels(node), node_name(node))
+
+
+def required_terms(spec: Mapping[str, Any]) -> list[Any] | None:
+    """Required node affinity's nodeSelectorTerms (None when there is none)."""
+    affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
+    terms: list[Any] | None = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+                               or {}).get("nodeSelectorTerms")
+    return terms
+
+
+def selection_mismatches(node_selector: Mapping[str, Any], terms: Sequence[Any] | None,
+                         node_labels: Mapping[str, str], name: str) -> list[str]:
+    """``selector_mismatches`` of a pod's nodeSelector and required terms, parsed already, on
+    a node's labels and name."""
+    unmatched = [f"{key}={value}" for key, value in node_selector.items()
                  if node_labels.get(key) != value]
-    required = (((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    terms = required.get("nodeSelectorTerms")
     if terms is not None:
-        failures = [_term_failures(term, node, node_labels) for term in terms]
+        failures = [_term_failures(term, name, node_labels) for term in terms]
         if not any(not failed for failed in failures):  # terms are ORed; none matched
             unmatched.extend(failures[0] if failures and failures[0] else ["no term matches"])
     return unmatched
 
 
-def _term_failures(term: Mapping[str, Any], node: Mapping[str, Any],
+def _term_failures(term: Mapping[str, Any], name: str,
                    node_labels: Mapping[str, str]) -> list[str]:
     expressions = term.get("matchExpressions") or []
     fields = term.get("matchFields") or []
     if not expressions and not fields:
         return ["empty nodeSelectorTerm matches no node"]
     failed = [describe(e) for e in expressions if not _matches(e, node_labels)]
-    node_fields = {"metadata.name": node_name(node)}
+    node_fields = {"metadata.name": name}
     failed += [describe(f) for f in fields if not _matches(f, node_fields)]
     return failed
 
@@ -94,7 +106,7 @@ def blocking_taints(node: Mapping[str, Any]) -> list[dict[str, Any]]:
     return taints
 
 
-def tolerates(tolerations: list[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
+def tolerates(tolerations: Sequence[Mapping[str, Any]], taint: Mapping[str, Any]) -> bool:
     return any(_toleration_matches(t, taint) for t in tolerations)
 
 

@@ -19,7 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from scoring.hami import Registration, parse_registration
-from scoring.nodes import blocking_taints, labels, node_name
+from scoring.nodes import blocking_taints, labels, node_name, not_ready
 from scoring.objects import K8sObject
 from scoring.quantity import QuantityError, parse_quantity, quantity_int
 
@@ -55,6 +55,23 @@ class NodeInfo:
             except QuantityError:
                 continue
         return exact
+
+    @cached_property
+    def allocatable_text(self) -> Mapping[str, str]:
+        """status.allocatable as the node writes it (a value that does not parse stays)."""
+        found: Mapping[str, str] = self.raw.get("status", {}).get("allocatable") or {}
+        return found
+
+    @cached_property
+    def not_ready(self) -> str | None:
+        """The Ready condition when it is not True (``scoring.nodes.not_ready``)."""
+        return not_ready(self.raw)
+
+    @cached_property
+    def runtime_handlers(self) -> tuple[str, ...]:
+        """status.runtimeHandlers' names: the container runtime's handlers."""
+        return tuple(h.get("name") or "" for h in
+                     self.raw.get("status", {}).get("runtimeHandlers") or ())
 
     @cached_property
     def hami_registration(self) -> Registration | None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from scoring.verdict import Device
 
@@ -25,14 +25,13 @@ def whole_gpu_score(allocatable: int, used: int, request: int, policy: str) -> f
     return round(share if policy == "binpack" else 1.0 - share, 2)
 
 
-def gfd_devices(node: Mapping[str, Any]) -> list[Device]:
+def gfd_devices(labels: Mapping[str, str]) -> list[Device]:
     """The node's cards as GPU Feature Discovery labels them; [] without those labels.
 
     The device plugin publishes neither card UUIDs nor which pod holds which card, so
     ``uuid`` is empty, usage, cores and NUMA are None, and no card names a holder: which pod
     holds which card is for a source that knows (DCGM exporter, HAMi or DRA allocations).
     """
-    labels = (node.get("metadata", {}) or {}).get("labels") or {}
     count = _whole_number(labels.get(COUNT_LABEL))
     if not count:
         return []

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from scoring.events import is_hami_node_text
-from scoring.objects import K8sObject
+from scoring.rows import EventRow, PodCondition, PodRow
 
 _HEAD = re.compile(r"^\s*0/(?P<total>\d+) nodes are available:\s*(?P<body>.*)$", re.S)
 _COUNTED = re.compile(r"^(?P<count>\d+)\s+(?P<text>.+)$")
@@ -122,48 +121,39 @@ def classify_reason(text: str) -> str:
     return "other"
 
 
-def event_component(event: Mapping[str, Any]) -> str:
-    """Who wrote an event: events.k8s.io's reportingComponent and core/v1's source.component
-    (a scheduler fills the first only, a kubelet or controller both)."""
-    return (event.get("reportingComponent") or ""
-            ) + " " + ((event.get("source") or {}).get("component") or "")
-
-
-def is_scheduler_event(event: Mapping[str, Any]) -> bool:
-    return event.get("reason") in SCHEDULER_REASONS or "scheduler" in event_component(event)
+def is_scheduler_event(event: EventRow) -> bool:
+    return event.reason in SCHEDULER_REASONS or "scheduler" in event.component
 
 
 # The reason the API server (not a scheduler) gives PodScheduled=False on a gated pod.
 SCHEDULING_GATED = "SchedulingGated"
 
 
-def latest_scheduling_failure(pod: K8sObject, pod_events: list[K8sObject]) -> str | None:
+def latest_scheduling_failure(pod: PodRow | None, pod_events: Sequence[EventRow]) -> str | None:
     """The scheduler's newest complaint: a FailedScheduling / FilteringFailed event, else the
     PodScheduled=False condition (which does not expire) unless the API server wrote it for
     scheduling gates: no scheduler has seen a gated pod."""
     for event in pod_events:  # newest first
-        if event.get("reason") in SCHEDULING_FAILURES and event.get("message"):
-            return str(event["message"])
+        if event.reason in SCHEDULING_FAILURES and event.message:
+            return event.message
     condition = pod_scheduled_false(pod)
-    if condition is not None and condition.get("reason") != SCHEDULING_GATED:
-        return str(condition["message"])
+    if condition is not None and condition.reason != SCHEDULING_GATED:
+        return condition.message
     return None
 
 
-def pod_scheduled_false(pod: K8sObject) -> Mapping[str, Any] | None:
+def pod_scheduled_false(pod: PodRow | None) -> PodCondition | None:
     """The pod's PodScheduled=False condition, when it carries a message."""
-    conditions: list[Mapping[str, Any]] = pod.get("status", {}).get("conditions") or []
-    for condition in conditions:
-        if (condition.get("type") == "PodScheduled" and condition.get("status") == "False"
-                and condition.get("message")):
+    for condition in pod.conditions if pod is not None else ():
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.message:
             return condition
     return None
 
 
-def scheduler_spoke(pod: K8sObject, pod_events: list[K8sObject]) -> bool:
+def scheduler_spoke(pod: PodRow | None, pod_events: Sequence[EventRow]) -> bool:
     """A scheduler has looked at the pod: its event, or a PodScheduled condition other than
     the API server's SchedulingGated (which stays after the gates are removed, until a
     scheduler picks the pod up)."""
-    conditions = pod.get("status", {}).get("conditions") or []
-    return any(c.get("type") == "PodScheduled" and c.get("reason") != SCHEDULING_GATED
-               for c in conditions) or any(is_scheduler_event(e) for e in pod_events)
+    return any(c.type == "PodScheduled" and c.reason != SCHEDULING_GATED
+               for c in (pod.conditions if pod is not None else ())) or any(
+        is_scheduler_event(e) for e in pod_events)

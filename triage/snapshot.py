@@ -14,15 +14,21 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scoring.dra import Inventory
-from scoring.hami import HamiNodeFit, HamiRequest, Registration, Usage, device_usage, fit_registered
 from scoring.nodetable import NodeInfo, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
+
+# re-exported: the readers stamp and parse times through the Snapshot's module
+from scoring.times import parse_rfc3339 as parse_rfc3339
+from scoring.times import rfc3339 as rfc3339
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
 from triage.pods import Holdings, holders, namespace_holdings, sum_requests
 from triage.queues import QueueIndex
+
+if TYPE_CHECKING:
+    from triage.rows import Rows
 
 # file name -> Snapshot attribute; the dump format of `gpuwhy snapshot` and of the scenarios
 DUMP_FILES: dict[str, str] = {
@@ -151,14 +157,6 @@ class Snapshot:
         return {}  # filled lazily by ``room_on``
 
     @cached_property
-    def _hami_usage_by_node(self) -> dict[str, dict[str, Usage]]:
-        return {}  # filled lazily by ``hami_usage``
-
-    @cached_property
-    def _hami_fits(self) -> dict[tuple[str, HamiRequest], HamiNodeFit]:
-        return {}  # filled lazily by ``hami_fit``
-
-    @cached_property
     def _holdings_by_node(self) -> dict[str, Holdings]:
         return {}  # filled lazily by ``holdings_on``
 
@@ -204,6 +202,13 @@ class Snapshot:
     @cached_property
     def _dra_inventories(self) -> dict[tuple[str, ...], Inventory]:
         return {}  # filled lazily by ``dra_inventory``, one per set of GPU drivers
+
+    @cached_property
+    def rows(self) -> Rows:
+        """What the checks read: the pods and events as rows, built as they are asked for."""
+        from triage.rows import Rows  # the rows are built from a Snapshot: imported late
+
+        return Rows(self)
 
     @cached_property
     def queue_index(self) -> QueueIndex:
@@ -298,26 +303,6 @@ class Snapshot:
                 for resource, amount in node.allocatable_exact.items()}
         return room
 
-    def hami_usage(self, node_name: str) -> Mapping[str, Usage]:
-        """HAMi's device usage on the node (by card UUID), summed once over its pods."""
-        cached = self._hami_usage_by_node.get(node_name)
-        if cached is None:
-            cached = self._hami_usage_by_node[node_name] = device_usage(
-                node_name, self.pods_on(node_name))
-        return cached
-
-    def hami_fit(self, node: NodeInfo, registration: Registration,
-                 request: HamiRequest) -> HamiNodeFit:
-        """HAMi's fit of a request on the node with the usage of every pod on it, worked out
-        once per snapshot: a job's replicas ask alike, and each of their triages judges
-        every node of the HAMi pool."""
-        key = (node.name, request)
-        fit = self._hami_fits.get(key)
-        if fit is None:
-            fit = self._hami_fits[key] = fit_registered(node.raw, registration,
-                                                        self.hami_usage(node.name), request)
-        return fit
-
     def holders_on(self, node_name: str, resource: str) -> list[tuple[K8sObject, int]]:
         """Non-terminated pods on the node holding the resource, with how much each holds."""
         key = (node_name, resource)
@@ -382,16 +367,6 @@ class NodesReadSnapshot(Snapshot):
 
     def children(self, owner: Mapping[str, Any]) -> list[K8sObject]:
         raise PodsNotRead(None)
-
-
-def rfc3339(moment: datetime) -> str:
-    """A timezone-aware moment as the API server writes times: 2026-11-30T12:50:44Z."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(stamp: str) -> datetime:
-    """An API server time ("2026-11-30T12:50:44Z", fractions allowed); ValueError if not one."""
-    return datetime.fromisoformat(stamp)
 
 
 def _event_order(event: Mapping[str, Any]) -> tuple[str, str]:

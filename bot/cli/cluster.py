@@ -159,7 +159,7 @@ def _check_one(args: argparse.Namespace, api_client: ApiClient, manifest_pod: Ma
                    "found). Create the claim or fix claimName.")
         return False
     scheduler = str(pod.get("spec", {}).get("schedulerName") or DEFAULT_SCHEDULER)
-    if not scheduler_serves(snapshot, scheduler):
+    if not scheduler_serves(snapshot.rows, scheduler):
         _would_not(Cause.SCHEDULER_UNAVAILABLE, wanted,
                    f"spec.schedulerName {scheduler}: no pod in the cluster was bound by a "
                    "scheduler of that name, so nothing would schedule this one. Start that "

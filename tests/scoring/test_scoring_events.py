@@ -20,7 +20,9 @@ from scoring.events import (
     read_hami_events,
     scheduler_scores,
 )
+from scoring.rows import EventRow
 from tests.paths import FIXTURES
+from triage.rows import event_row
 from triage.snapshot import Snapshot
 
 FIXTURE = FIXTURES / "scenarios" / "hami-sharing"
@@ -38,6 +40,11 @@ def event(reason: str, message: str, stamp: str = "2026-11-30T12:53:03Z",
                          "creationTimestamp": stamp},
             "reportingComponent": component, "reportingInstance": "",
             "source": {"component": component}}
+
+
+def rows(events: list[dict[str, Any]]) -> list[EventRow]:
+    """The events as the checks read them."""
+    return [event_row(e) for e in events]
 
 
 # -- hami-scheduler events ---------------------------------------------------------------------
@@ -95,9 +102,9 @@ def test_scheduler_scores_takes_the_newest_filtering_succeed() -> None:
         event("FilteringSucceed", "find fit node(a), 0 nodes not fit, 2 nodes fit(b:9.00,a:8.00)",
               "2026-11-30T12:00:00Z", kind="Normal"),
     ]
-    assert scheduler_scores(events[1:]) == {"a": 3.0, "b": 1.25}
-    assert scheduler_scores(events) is None  # a newer failure makes the scores stale
-    assert scheduler_scores(events[:1]) is None
+    assert scheduler_scores(rows(events[1:])) == {"a": 3.0, "b": 1.25}
+    assert scheduler_scores(rows(events)) is None  # a newer failure makes the scores stale
+    assert scheduler_scores(rows(events[:1])) is None
     assert scheduler_scores([]) is None
 
 
@@ -112,7 +119,7 @@ def test_read_hami_events_collects_the_newest_of_each_kind() -> None:
         event("BindingSucceed", "Successfully binding node [a] to ml/train", "2026-11-30T11:00:00Z",
               kind="Normal"),
     ]
-    read = read_hami_events(events)
+    read = read_hami_events(rows(events))
     assert read.newest == "BindingFailed"
     assert read.binding_failure is not None and read.binding_failure.node == "gpu-7"
     assert read.no_fit == NoNodeFits(nodes=2)
@@ -125,7 +132,7 @@ def test_events_k8s_io_note_field_is_read() -> None:
     note_only = event("FilteringSucceed", "")
     del note_only["message"]
     note_only["note"] = "find fit node(a), 0 nodes not fit, 1 nodes fit(a:2.50)"
-    assert scheduler_scores([note_only]) == {"a": 2.5}
+    assert scheduler_scores(rows([note_only])) == {"a": 2.5}
 
 
 # -- kube-scheduler quoting the extender -------------------------------------------------------
@@ -149,30 +156,30 @@ def snapshot() -> Snapshot:
 
 
 def test_hami_sharing_placed_scores_are_the_schedulers(snapshot: Snapshot) -> None:
-    assert scheduler_scores(snapshot.events_for("Pod", "hami", "placed")) == {
+    assert scheduler_scores(snapshot.rows.events_for("Pod", "hami", "placed")) == {
         "hami-a100-1": 10.24, "hami-t4-1": 0.0}
-    read = read_hami_events(snapshot.events_for("Pod", "hami", "placed"))
+    read = read_hami_events(snapshot.rows.events_for("Pod", "hami", "placed"))
     assert read.succeeded is not None and read.succeeded.chosen == "hami-t4-1"
 
 
 def test_hami_sharing_needs_40g_per_code_events(snapshot: Snapshot) -> None:
-    read = read_hami_events(snapshot.events_for("Pod", "hami", "needs-40g"))
+    read = read_hami_events(snapshot.rows.events_for("Pod", "hami", "needs-40g"))
     assert read.no_fit == NoNodeFits(nodes=2)
     assert sorted((c.code, c.count, tuple(c.nodes)) for c in read.codes) == [
         ("CardInsufficientCore", 1, ("hami-a100-1",)),
         ("CardInsufficientMemory", 2, ("hami-a100-1", "hami-t4-1")),
         ("CardNotHealth", 1, ("hami-a100-1",))]
-    assert scheduler_scores(snapshot.events_for("Pod", "hami", "needs-40g")) is None
+    assert scheduler_scores(snapshot.rows.events_for("Pod", "hami", "needs-40g")) is None
 
 
 def test_hami_sharing_wants_h100_has_the_old_wording(snapshot: Snapshot) -> None:
-    read = read_hami_events(snapshot.events_for("Pod", "hami", "wants-h100"))
+    read = read_hami_events(snapshot.rows.events_for("Pod", "hami", "wants-h100"))
     assert read.no_fit == NoNodeFits(nodes=None) and read.codes == []
 
 
 def test_hami_sharing_pods_without_events(snapshot: Snapshot) -> None:
     for name in ("too-many-cards", "fits-small"):
-        assert read_hami_events(snapshot.events_for("Pod", "hami", name)).newest is None
+        assert read_hami_events(snapshot.rows.events_for("Pod", "hami", name)).newest is None
 
 
 def test_scores_older_than_a_filtering_failure_are_stale() -> None:
@@ -182,5 +189,5 @@ def test_scores_older_than_a_filtering_failure_are_stale() -> None:
         event("FilteringSucceed", "find fit node(a), 0 nodes not fit, 1 nodes fit(a:3.00)",
               stamp="2026-11-30T12:50:00Z", kind="Normal"),
     ]
-    assert scheduler_scores(newest_first) is None
-    assert scheduler_scores(newest_first[1:]) == {"a": 3.0}
+    assert scheduler_scores(rows(newest_first)) is None
+    assert scheduler_scores(rows(newest_first[1:])) == {"a": 3.0}

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
+from scoring.nodetable import node_info
 from scoring.verdict import Device
 from scoring.whole import gfd_devices, whole_gpu_score
 
@@ -35,11 +37,16 @@ def gfd_node(labels: dict[str, str]) -> dict[str, Any]:
             "status": {"capacity": {"nvidia.com/gpu": "2"}}}
 
 
+def labels_of(labels: dict[str, str]) -> Mapping[str, str]:
+    """The labels the node table reads off such a node."""
+    return node_info(gfd_node(labels)).labels
+
+
 def test_gfd_devices_from_labels_with_unknown_usage() -> None:
     node = gfd_node({"nvidia.com/gpu.product": "NVIDIA-A10", "nvidia.com/gpu.memory": "23028",
                      "nvidia.com/gpu.count": "2"})
     # No holder on any card: the Node object does not say which pod holds which one.
-    assert gfd_devices(node) == [
+    assert gfd_devices(node_info(node).labels) == [
         Device(uuid="", index=0, type="NVIDIA-A10", memory_used=None, memory_total=23028,
                cores_used=None, cores_total=None, numa=None, healthy=True,
                holders=[], code=None, holder_source=None),
@@ -48,8 +55,8 @@ def test_gfd_devices_from_labels_with_unknown_usage() -> None:
 
 
 def test_gfd_devices_without_labels_or_with_bad_ones() -> None:
-    assert gfd_devices(gfd_node({})) == []
-    assert gfd_devices(gfd_node({"nvidia.com/gpu.count": "two"})) == []
-    odd_memory = gfd_devices(gfd_node({"nvidia.com/gpu.count": "1",
+    assert gfd_devices(labels_of({})) == []
+    assert gfd_devices(labels_of({"nvidia.com/gpu.count": "two"})) == []
+    odd_memory = gfd_devices(labels_of({"nvidia.com/gpu.count": "1",
                                        "nvidia.com/gpu.memory": "lots"}))
     assert [(d.type, d.memory_total) for d in odd_memory] == [("", None)]

@@ -144,9 +144,10 @@ def test_one_scheduler_message_three_causes(dra: Lists) -> None:
     messages = set()
     for namespace, name in (("vision", "pinned-a"), ("vision", "spare-pool"),
                             ("serving", "llm-80g")):
-        pod = snapshot.pod(namespace, name)
+        pod = snapshot.rows.pod(namespace, name)
         assert pod is not None
-        messages.add(latest_scheduling_failure(pod, snapshot.events_for("Pod", namespace, name)))
+        messages.add(latest_scheduling_failure(pod,
+                                               snapshot.rows.events_for("Pod", namespace, name)))
     assert len(messages) == 1  # word for word the same
     assert [_answer(dra, ref).cause for ref in ("vision/pinned-a", "vision/spare-pool",
                                                 "serving/llm-80g")] == [

@@ -20,11 +20,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from scoring.dra import Inventory, SliceDevice
-from scoring.nodes import UNSCHEDULABLE_TAINT, not_ready, taint_text
+from scoring.nodes import UNSCHEDULABLE_TAINT, taint_text
 from scoring.nodetable import NodeInfo
 from scoring.quantity import quantity_int
 from triage.config import TriageConfig
-from triage.pods import pod_name
 from triage.snapshot import Snapshot
 
 DEVICE_PLUGIN, HAMI, DRA = "device-plugin", "hami", "dra"
@@ -224,7 +223,7 @@ def _product(node: NodeInfo) -> str:
 
 
 def _broken(node: NodeInfo, capacity: int, allocatable: int) -> str | None:
-    if not_ready(node.raw) is not None:
+    if node.not_ready is not None:
         return NOT_READY
     if capacity > 0 and allocatable == 0:
         return ALLOCATABLE_ZERO
@@ -239,7 +238,7 @@ def _add_device_plugin(snapshot: Snapshot, config: TriageConfig, node: NodeInfo,
         capacity, allocatable = node.capacity[resource], node.allocatable.get(resource, 0)
         # per namespace, kept current per event by the watch cache: no pod is walked
         held = {namespace: by_resource[resource] for namespace, by_resource in
-                snapshot.holdings_on(node.name).items() if resource in by_resource}
+                snapshot.rows.holdings_on(node.name).items() if resource in by_resource}
         taken = sum(amount for amount, _ in held.values())
         group = tally(DEVICE_PLUGIN, resource, pool, _product(node))
         group.add_node(node, capacity, allocatable, taken, max(0, allocatable - taken),
@@ -253,7 +252,7 @@ def _add_hami(snapshot: Snapshot, node: NodeInfo, pool: str, tally: _TallyFactor
     healthy and unused (a whole card for the next job)."""
     registration = node.hami_registration
     assert registration is not None  # the caller checked
-    usage = snapshot.hami_usage(node.name)
+    usage = snapshot.rows.hami_usage(node.name)
     cards_by_type: dict[str, list[tuple[bool, tuple[str, ...]]]] = defaultdict(list)
     for device in registration.devices:
         used = usage.get(device.uuid)
@@ -320,7 +319,8 @@ def with_idle_held(view: CapacityView, snapshot: Snapshot,
         if group.kind == DEVICE_PLUGIN:
             count = 0
             for name in group.node_names:
-                holding = {pod_name(pod) for pod, _ in snapshot.holders_on(name, group.resource)}
+                holding = {pod.label for pod, _ in
+                           snapshot.rows.holders_on(name, group.resource)}
                 count += sum(1 for pod in idle.get(name, ()) if pod in holding)
         groups.append(replace(group, idle_held=count))
     return replace(view, groups=groups)

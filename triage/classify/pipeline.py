@@ -188,7 +188,7 @@ class _Funnel:
     def __init__(self, subject: Subject, filters: list[NodeFilter]) -> None:
         self.subject = subject
         self.filters = filters
-        self.nodes = subject.snapshot.node_table
+        self.nodes = subject.rows.node_table
         active = [(index, check) for index, check in enumerate(filters)
                   if check.applies is None or check.applies(subject)]
         # The leading filters that read only a node's shape are asked once per shape; the

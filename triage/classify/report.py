@@ -18,7 +18,6 @@ from triage.classify.checks.hami import hami_fit
 from triage.classify.checks.queue_flavor import flavor_note
 from triage.classify.subject import Finding, Subject, primary
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
-from triage.pods import pod_name
 from triage.vocabulary import CAUSES, FIT, NODE_UNREGISTERED, Cause
 
 MAX_DEVICE_NODES = 50  # more than one Slack reply can show
@@ -26,7 +25,7 @@ MAX_DEVICE_NODES = 50  # more than one Slack reply can show
 
 def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
     finding = flavor_note(subject, finding)
-    pod = subject.pod
+    pod = subject.row
     message = latest_scheduling_failure(pod, subject.events) if pod is not None else None
     resource = primary(subject) if subject.gpu else None
     policy = _policy(subject)
@@ -37,7 +36,7 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
             if report.name in scheduler:
                 report.score = scheduler[report.name]
     evidence = finding.evidence + _preemption_evidence(subject, message, finding.cause)
-    namespace, name = (object_key(pod) if pod is not None else
+    namespace, name = (pod.key if pod is not None else
                        object_key(subject.workload) if subject.workload is not None else
                        (subject.ref.namespace, subject.ref.name))
     return Verdict(
@@ -51,15 +50,15 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         scheduler_message=message,
         resource=resource,
         request=subject.gpu.get(resource) if resource else None,
-        pods=[pod_name(pod)] if pod is not None else [],
+        pods=[pod.label] if pod is not None else [],
         pods_total=1 if pod is not None else 0,
         score_source=("scheduler" if scheduler else "gpuwhy") if any(
             r.score is not None for r in reports) else None,
         score_policy=policy,
         # HAMi's proposal line speaks for HAMi's scheduler: only for the pods it schedules.
         scheduler_summary=proposal_summary(reports, policy)
-        if reports and subject.hami is not None and not subject.spec.get("nodeName") else None,
-        error="; ".join(dict.fromkeys(subject.snapshot.problems)) or None,
+        if reports and subject.hami is not None and not subject.facts.node else None,
+        error="; ".join(dict.fromkeys(subject.rows.problems)) or None,
     )
 
 
@@ -82,17 +81,16 @@ def _preemption_evidence(subject: Subject, message: str | None, cause: Cause) ->
 
 
 def _policy(subject: Subject) -> str:
-    annotations = (subject.pod or {}).get("metadata", {}).get("annotations") or {}
-    chosen = annotations.get("hami.io/node-scheduler-policy") if subject.hami else None
+    chosen = subject.hami.node_policy if subject.hami else None
     return str(chosen or subject.config.node_policy)
 
 
 def _node_reports(subject: Subject, policy: str) -> list[NodeReport]:
     """Reports in funnel order (worst first), with devices for the nodes that matter."""
-    snapshot = subject.snapshot
-    bound = subject.spec.get("nodeName") if subject.pod is not None else None
+    rows = subject.rows
+    bound = subject.facts.node if subject.row is not None else None
     if bound:
-        node = snapshot.node_info(str(bound))
+        node = rows.node(bound)
         report = NodeReport(str(bound), FIT, "bound here")
         if node is not None:
             _describe_node(subject, node, report)
@@ -105,7 +103,7 @@ def _node_reports(subject: Subject, policy: str) -> list[NodeReport]:
         Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)), MAX_DEVICE_NODES)) or list(islice(
             (r for r in reports if r.outcome == Cause.TAINT_UNTOLERATED), MAX_DEVICE_NODES))
     for report in matter:
-        node = snapshot.node_info(report.name)
+        node = rows.node(report.name)
         if node is not None:
             _describe_node(subject, node, report)
         if report.outcome != FIT and not any(d.code for d in report.devices):
@@ -123,8 +121,8 @@ def _describe_node(subject: Subject, node: NodeInfo, report: NodeReport) -> None
         return
     resource = primary(subject)
     report.allocatable = node.allocatable.get(resource)
-    report.held = [Holding(pod_name(pod), count, (pod.get("status") or {}).get("startTime"))
-                   for pod, count in subject.snapshot.holders_on(node.name, resource)]
+    report.held = [Holding(pod.label, count, pod.held_since)
+                   for pod, count in subject.rows.holders_on(node.name, resource)]
 
 
 _ORDER = {info.cause.value: i for i, info in enumerate(CAUSES)}
@@ -139,7 +137,7 @@ def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
     Sorted by name once, then grouped by outcome in that order (the same order as sorting by
     the whole key, without a Python key call per node of a 5,000-node answer).
     """
-    snapshot = subject.snapshot
+    rows = subject.rows
     groups: dict[int, list[NodeReport]] = {}
     for report in sorted(subject.reports.values(), key=_by_name):
         rank = _ORDER.get(report.outcome, _HAMI_REASON_ORDER)
@@ -147,7 +145,7 @@ def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
             groups[rank].append(report)
         else:
             groups[rank] = [report]
-        if report.outcome == FIT and (node := snapshot.node_info(report.name)) is not None:
+        if report.outcome == FIT and (node := rows.node(report.name)) is not None:
             report.score = _own_score(subject, node, policy)
     if _FIT_RANK in groups:  # only fit reports have scores yet
         groups[_FIT_RANK].sort(key=_by_score)  # stable: by name among equal scores
@@ -169,7 +167,7 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     published = subject.dra.device_rows(node.raw) if subject.dra is not None else []
     if subject.dra is not None and all(subject.dra.serves(node.raw, r) for r in subject.gpu):
         return published  # no GPU of the pod's comes from a device plugin here
-    return published + gfd_devices(node.raw)
+    return published + gfd_devices(node.labels)
 
 
 def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
@@ -180,7 +178,7 @@ def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
     allocatable = node.allocatable.get(resource)
     if not subject.gpu or not allocatable:
         return None
-    used = allocatable - subject.snapshot.free_gpus(node, resource)
+    used = allocatable - subject.rows.free_gpus(node, resource)
     return whole_gpu_score(allocatable, used, subject.gpu[resource], policy)
 
 
@@ -189,14 +187,14 @@ _SUMMARY_WORDS = frozenset({*(c.value for c in Cause), NODE_UNREGISTERED})
 
 
 def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> str:
-    if subject.pod is None:
+    if subject.row is None:
         return ""
-    bound = subject.spec.get("nodeName")
+    bound = subject.facts.node
     if bound:
         return f"bound to {bound}"
     if not reports:
         # No node filter ran (the pod asks for no GPU): nothing to say about nodes.
-        return "" if subject.snapshot.nodes else "no nodes in the cluster"
+        return "" if subject.rows.has_nodes else "no nodes in the cluster"
     fit = [r for r in reports if r.outcome == FIT]
     unfit = [r for r in reports if r.outcome != FIT]
     counts: dict[str, int] = {}

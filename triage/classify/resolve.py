@@ -9,6 +9,7 @@ from typing import Any
 from scoring.dra import IMPLICIT_EXTENDED_PREFIX, ClaimSet, serves_extended
 from scoring.hami import hami_request
 from scoring.objects import K8sObject, is_terminated, object_key
+from scoring.rows import EventRow, PodRow, PodSpecFacts
 from scoring.verdict import Verdict
 from triage import admission, integrations
 from triage.classify.pipeline import run_pipeline
@@ -18,6 +19,7 @@ from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.gangs import gang_of, gang_pods
 from triage.pods import effective_request, gpu_requests, named_resources
 from triage.refs import PodRef
+from triage.rows import spec_facts
 from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
 from triage.vocabulary import Cause
 
@@ -121,32 +123,41 @@ def _admission_pending(snapshot: Snapshot, workload: K8sObject, pods: list[K8sOb
 
 def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                  pod: K8sObject) -> Subject:
-    namespace, name = object_key(pod)
+    row = snapshot.rows.row_of(pod)
+    namespace, name = row.key
     spec = dict(pod.get("spec") or {})
-    events = _own_events(pod, snapshot.events_for("Pod", namespace, name))
-    gpu = {r: n for r, n in gpu_requests(spec, config).items() if n > 0}
+    facts = spec_facts(spec)
+    events = _own_events(row, snapshot.rows.events_for("Pod", namespace, name))
+    gpu = _gpu_requests(facts, config)
     return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
-                   spec=spec, events=events, gpu=gpu, hami=hami_request(pod),
+                   spec=spec, row=row, facts=facts, events=events, gpu=gpu,
+                   hami=hami_request(pod),
                    dra=_claim_set(snapshot, config, namespace, spec, pod, gpu),
                    gang=gang_of(snapshot, pod))
 
 
-def _own_events(pod: K8sObject, events: list[K8sObject]) -> list[K8sObject]:
+def _gpu_requests(facts: PodSpecFacts, config: TriageConfig) -> dict[str, int]:
+    """The effective request of each schedulable GPU resource the pod asks some of, by name
+    (kube-scheduler's view)."""
+    return {name: count for name in sorted(facts.resources) if config.is_gpu_resource(name)
+            and (count := int(facts.request(name))) > 0}
+
+
+def _own_events(row: PodRow, events: tuple[EventRow, ...]) -> tuple[EventRow, ...]:
     """The events about this pod, not about an earlier pod of the same name (a StatefulSet's
     pod made again, a pod deleted and re-applied): those name another uid. An event without
     a uid counts."""
-    uid = pod.get("metadata", {}).get("uid")
-    if not uid:
+    if not row.uid:
         return events
-    return [e for e in events
-            if ((e.get("involvedObject") or e.get("regarding") or {}).get("uid") or uid) == uid]
+    return tuple(e for e in events if (e.uid or row.uid) == row.uid)
 
 
 def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                     workload: K8sObject) -> Subject:
     spec = _template_spec(workload, config)
-    return Subject(snapshot, config, ref, None, workload=workload, spec=spec,
-                   gpu={r: n for r, n in gpu_requests(spec, config).items() if n > 0},
+    facts = spec_facts(spec)
+    return Subject(snapshot, config, ref, None, workload=workload, spec=spec, facts=facts,
+                   gpu=_gpu_requests(facts, config),
                    dra=_claim_set(snapshot, config, object_key(workload)[0], spec))
 
 

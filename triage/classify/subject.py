@@ -8,25 +8,26 @@ puts them in the vocabulary's order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
 from functools import cached_property
 from typing import Any
 
-from scoring.dra import ClaimSet
+from scoring.dra import ClaimSet, Inventory
 from scoring.gang import GangPlacement
 from scoring.hami import HamiNodeFit, HamiRequest
 from scoring.nodetable import HOSTNAME_LABEL, NodeInfo
 from scoring.objects import K8sObject
+from scoring.rows import EventRow, PodRow, PodSpecFacts
 from scoring.verdict import Evidence, NodeReport
 from triage import admission
 from triage.config import TriageConfig
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure
-from triage.pods import effective_request, pod_name
 from triage.refs import PodRef
+from triage.rows import Rows, spec_facts
 from triage.snapshot import Snapshot
 from triage.vocabulary import Cause
 
@@ -49,13 +50,16 @@ class Finding:
 class Subject:
     """What one run of the pipeline looks at: a pod, or a workload whose pod does not exist."""
 
-    snapshot: Snapshot
+    snapshot: Snapshot  # the raw objects: read by DRA's and Kueue's checks only
     config: TriageConfig
     ref: PodRef
-    pod: K8sObject | None
+    pod: K8sObject | None  # raw, for DRA's and Kueue's checks; the others read ``row``
     workload: K8sObject | None = None
-    spec: dict[str, Any] = field(default_factory=dict)
-    events: list[K8sObject] = field(default_factory=list)
+    spec: dict[str, Any] = field(default_factory=dict)  # raw, as ``pod``; see ``facts``
+    # the pod's row (None when it does not exist), its spec's (or its template's) facts
+    row: PodRow | None = None
+    facts: PodSpecFacts = field(default_factory=lambda: spec_facts({}))
+    events: Sequence[EventRow] = ()  # about this pod, newest first
     gpu: dict[str, int] = field(default_factory=dict)
     hami: HamiRequest | None = None
     # Dynamic Resource Allocation: the pod's claims resolved, None when it has none
@@ -68,15 +72,16 @@ class Subject:
     hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once
     # The checks this subject runs through, in order (set by the pipeline).
     checks: Sequence[Check] = ()
-    _requests: dict[str, Decimal] = field(default_factory=dict)  # effective, by resource
     # drop_selector's answers when labels alone decide, by the node's values of those keys
     selector_drops: dict[tuple[str | None, ...], str | None] = field(default_factory=dict)
 
+    @property
+    def rows(self) -> Rows:
+        return self.snapshot.rows
+
     def request(self, resource: str) -> Decimal:
-        """The pod's effective request of a resource, worked out once per triage."""
-        if resource not in self._requests:
-            self._requests[resource] = effective_request(self.spec, resource)
-        return self._requests[resource]
+        """The pod's effective request of a resource."""
+        return self.facts.request(resource)
 
     @cached_property
     def other_requests(self) -> tuple[tuple[str, Decimal], ...]:
@@ -85,25 +90,27 @@ class Subject:
         return tuple((resource, asked) for resource in ("cpu", "memory", "ephemeral-storage")
                      if (asked := self.request(resource)))
 
+    @property
+    def dra_inventory(self) -> Inventory:
+        """The DRA objects, indexed once per Snapshot."""
+        return self.snapshot.dra_inventory(self.config.gpu_drivers)
+
     @cached_property
     def extended_dra(self) -> bool:
         """Some GPU limit of the pod is one a DeviceClass serves through DRA on some nodes:
         the device-plugin filters must leave those (node, resource) pairs to the DRA ones."""
         return self.dra is not None and bool(self.dra.extended)
 
-    @cached_property
-    def affinity_terms(self) -> list[Any] | None:
+    @property
+    def affinity_terms(self) -> tuple[Mapping[str, Any], ...] | None:
         """Required node affinity's nodeSelectorTerms (None when there is none)."""
-        affinity = (self.spec.get("affinity") or {}).get("nodeAffinity") or {}
-        terms: list[Any] | None = (affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-                                   or {}).get("nodeSelectorTerms")
-        return terms
+        return self.facts.affinity_terms
 
     @cached_property
     def selector_keys(self) -> tuple[str, ...] | None:
         """The node labels nodeSelector and required node affinity read, when labels alone
         decide (None when a term also matches fields, such as metadata.name)."""
-        keys = list(self.spec.get("nodeSelector") or {})
+        keys = list(self.facts.node_selector)
         for term in self.affinity_terms or []:
             if not isinstance(term, dict) or term.get("matchFields"):
                 return None
@@ -116,13 +123,13 @@ class Subject:
     @cached_property
     def selects_nodes(self) -> bool:
         """A nodeSelector or required node affinity narrows the nodes at all."""
-        return bool(self.spec.get("nodeSelector")) or self.affinity_terms is not None
+        return bool(self.facts.node_selector) or self.affinity_terms is not None
 
     @cached_property
     def selection_names_nodes(self) -> bool:
         """The nodeSelector or required node affinity reads a node's name (the hostname
         label, matchFields metadata.name): its answer differs between nodes of one shape."""
-        if HOSTNAME_LABEL in (self.spec.get("nodeSelector") or {}):
+        if HOSTNAME_LABEL in self.facts.node_selector:
             return True
         return any(term.get("matchFields") or any(
             expression.get("key") == HOSTNAME_LABEL
@@ -131,8 +138,8 @@ class Subject:
 
     @property
     def label(self) -> str:
-        if self.pod is not None:
-            return pod_name(self.pod)
+        if self.row is not None:
+            return self.row.label
         if self.workload is not None:
             return admission.workload_label(self.workload)
         return str(self.ref)
@@ -141,7 +148,7 @@ class Subject:
     def state(self) -> set[When]:
         if self.pod is None:
             return {When.ABSENT}
-        if self.spec.get("nodeName"):
+        if self.facts.node:
             return {When.PRESENT, When.BOUND}
         return {When.PRESENT, When.UNBOUND}
 
@@ -233,7 +240,7 @@ def primary(subject: Subject) -> str:
 
 
 def scheduler_evidence(subject: Subject) -> list[Evidence]:
-    message = latest_scheduling_failure(subject.pod or {}, subject.events)
+    message = latest_scheduling_failure(subject.row, subject.events)
     if message is None:
         return []
     return [Evidence(f"Pod {subject.label}", "scheduler message", message)]

@@ -19,14 +19,15 @@ from typing import Any
 
 from scoring.nodes import UNSCHEDULABLE_TAINT, taint_text, tolerates
 from scoring.objects import K8sObject
+from scoring.rows import PodRow
+from scoring.times import parse_rfc3339
 from scoring.verdict import Verdict
 from triage.classify.checks.queue_quota import preview_admission
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.classify.resolve import triage
 from triage.config import TriageConfig
-from triage.pods import pod_name
 from triage.refs import PodRef
-from triage.snapshot import Snapshot, parse_rfc3339
+from triage.snapshot import Snapshot
 from triage.vocabulary import FIT, Cause
 
 WOULD_BE_POD = "gpuwhy-where"  # the would-be pod's name (and its DRA claim template's)
@@ -142,7 +143,7 @@ def where(snapshot: Snapshot, ask: WhereAsk, config: TriageConfig) -> WhereAnswe
         dra=[*snapshot.dra, claim_template(ask)] if by_class else snapshot.dra)
     verdict = triage(with_pod, PodRef(ask.namespace, WOULD_BE_POD), config)
     fit_nodes = tuple(r.name for r in verdict.nodes if r.outcome == FIT)
-    fits = verdict.cause == Cause.SCHEDULER_UNAVAILABLE and scheduler_serves(with_pod,
+    fits = verdict.cause == Cause.SCHEDULER_UNAVAILABLE and scheduler_serves(with_pod.rows,
                                                                              ask.scheduler)
     behind = tuple(_behind_taint(with_pod, ask, name) for name in _outcome(
         verdict, Cause.TAINT_UNTOLERATED) if not by_class and not _cordoned(with_pod, name)
@@ -204,19 +205,20 @@ def _outcome(verdict: Verdict, cause: Cause) -> list[str]:
 
 
 def _free(snapshot: Snapshot, ask: WhereAsk, name: str) -> int:
-    node = snapshot.node_info(name)
-    return snapshot.free_gpus(node, ask.resource) if node is not None else 0
+    rows = snapshot.rows
+    node = rows.node(name)
+    return rows.free_gpus(node, ask.resource) if node is not None else 0
 
 
 def _cordoned(snapshot: Snapshot, name: str) -> bool:
     """Taken out of service: no toleration is the way in, so never offered as one."""
-    node = snapshot.node_info(name)
+    node = snapshot.rows.node(name)
     return node is not None and any(t.get("key") == UNSCHEDULABLE_TAINT["key"]
                                     for t in node.taints)
 
 
 def _behind_taint(snapshot: Snapshot, ask: WhereAsk, name: str) -> NodeChance:
-    node = snapshot.node_info(name)
+    node = snapshot.rows.node(name)
     taints = tuple(taint_text(t) for t in (node.taints if node is not None else ())
                    if not tolerates(list(ask.tolerations), t))
     return NodeChance(name, _free(snapshot, ask, name), "untolerated taint", taints=taints)
@@ -230,8 +232,8 @@ def _nearest(snapshot: Snapshot, ask: WhereAsk, verdict: Verdict,
         return tuple(NodeChance(r.name, None, r.detail) for r in reports[:MAX_NODES_NAMED])
     chances = []
     for report in reports:
-        held = sorted((_held(snapshot, pod, count) for pod, count in
-                       snapshot.holders_on(report.name, ask.resource)),
+        held = sorted((_held(snapshot.rows.read_at, pod, count) for pod, count in
+                       snapshot.rows.holders_on(report.name, ask.resource)),
                       key=lambda h: (-h[0], h[1].pod))
         chances.append((ask.count - _free(snapshot, ask, report.name),
                         -(held[0][0] if held else 0), report.name,
@@ -241,13 +243,11 @@ def _nearest(snapshot: Snapshot, ask: WhereAsk, verdict: Verdict,
     return tuple(chance for *_, chance in chances[:MAX_NODES_NAMED])
 
 
-def _held(snapshot: Snapshot, pod: K8sObject, count: int) -> tuple[float, HeldBy]:
+def _held(read_at: str, pod: PodRow, count: int) -> tuple[float, HeldBy]:
     """(seconds running, the holding): how long a holder has held is read off its
-    status.startTime against the time the snapshot was read."""
-    started = str(pod.get("status", {}).get("startTime") or "")
-    seconds = _seconds_between(started, snapshot.read_at)
-    return (seconds or 0.0), HeldBy(pod_name(pod), count,
-                                    None if seconds is None else int(seconds))
+    ``held_since`` against the time the snapshot was read."""
+    seconds = _seconds_between(pod.held_since or "", read_at)
+    return (seconds or 0.0), HeldBy(pod.label, count, None if seconds is None else int(seconds))
 
 
 def _seconds_between(start: str, end: str) -> float | None:

@@ -27,14 +27,14 @@ TAINTS_AND_UNITS = FIXTURES / "scenarios-extra" / "taints-and-units"  # no pod i
 ])
 def test_a_scheduler_runs_when_a_live_pod_it_bound_says_so(scenario: str | Path, scheduler: str,
                                                            serves: bool) -> None:
-    assert scheduler_serves(Snapshot(**load_lists(scenario)), scheduler) is serves
+    assert scheduler_serves(Snapshot(**load_lists(scenario)).rows, scheduler) is serves
 
 
 def test_pods_it_bound_that_finished_do_not_show_a_scheduler() -> None:
     lists = load_lists("hami-sharing")
     for name in ("placed", "llm-chat-0", "llm-chat-1", "trainer-lora"):  # all it bound
         find(lists["pods"], name, "hami")["status"]["phase"] = "Succeeded"
-    assert not scheduler_serves(Snapshot(**lists), "hami-scheduler")
+    assert not scheduler_serves(Snapshot(**lists).rows, "hami-scheduler")
 
 
 def test_a_pod_created_seconds_ago_is_given_a_minute() -> None:
@@ -75,4 +75,4 @@ def test_a_pod_without_a_spec_shows_no_scheduler() -> None:
                           "metadata": {"name": "bare", "namespace": "hami"}})
     for name in ("placed", "llm-chat-0", "llm-chat-1", "trainer-lora"):
         find(lists["pods"], name, "hami")["status"]["phase"] = "Succeeded"
-    assert not scheduler_serves(Snapshot(**lists), "hami-scheduler")
+    assert not scheduler_serves(Snapshot(**lists).rows, "hami-scheduler")

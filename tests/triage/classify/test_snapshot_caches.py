@@ -49,10 +49,10 @@ def test_pods_asking_alike_share_one_hami_fit_per_node(generated: Path) -> None:
     snapshot = Snapshot.from_dir(generated)
     first, second = [parse_ref(r) for r in pending_refs() if "/hami-40g-" in r][:2]
     triage(snapshot, first)
-    fits = dict(snapshot._hami_fits)
+    fits = dict(snapshot.rows._hami_fits)
     assert fits, "the HAMi pod's triage judged no HAMi node"
     triage(snapshot, second)
-    assert snapshot._hami_fits == fits  # the second pod asked alike: nothing new worked out
+    assert snapshot.rows._hami_fits == fits  # the second pod asked alike: nothing new worked out
     fit = next(iter(fits.values()))
     # each read gives new rows: an answer marking its node's outcome on them marks only its own
     assert fit.devices == fit.devices and fit.devices[0] is not fit.devices[0]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from scoring.verdict import Evidence
 from triage import admission
 from triage.classify.subject import Finding, Subject, num
-from triage.snapshot import event_time
 from triage.vocabulary import Cause
 
 
@@ -99,10 +98,10 @@ def check_pod_not_found(subject: Subject) -> Finding:
     ref = subject.ref
     suggestions = closest_names(subject.snapshot, ref)
     meant = f"Did you mean {' or '.join(suggestions)}? " if suggestions else ""
-    events = subject.snapshot.events_for("Pod", ref.namespace, ref.name)
+    events = subject.rows.events_for("Pod", ref.namespace, ref.name)
     if events:
         latest = events[0]
-        reason, when = latest.get("reason", "?"), event_time(latest) or "?"
+        reason, when = latest.reason or "?", latest.time or "?"
         remain = ("1 event about it remains" if len(events) == 1 else
                   f"{len(events)} events about it remain")
         return Finding(Cause.POD_NOT_FOUND,
@@ -113,7 +112,7 @@ def check_pod_not_found(subject: Subject) -> Finding:
                        [Evidence(f"namespace {ref.namespace}", "pods, workloads",
                                  f"nothing named {ref.name}"),
                         Evidence(f"Pod {ref}", f"event {reason}",
-                                 str(latest.get("message") or ""))])
+                                 latest.message)])
     return Finding(Cause.POD_NOT_FOUND,
                    f"no pod, workload or event named {ref} exists. {meant}Check the name and "
                    f"namespace (kubectl -n {ref.namespace} get pods,jobs,deployments); "

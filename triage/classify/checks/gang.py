@@ -20,7 +20,6 @@ from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Finding, Subject, scheduler_evidence
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
-from triage.pods import pod_name
 from triage.vocabulary import Cause
 
 _NO_GANG_POD = frozenset(c.value for c in (
@@ -42,7 +41,7 @@ def _placement(subject: Subject) -> GangPlacement:
     """The gang's view of the nodes the pod's selector and taints leave (worked out once per
     triage: both gang GPU checks ask)."""
     if subject.gang_placement is None:
-        node_info, free_gpus = subject.snapshot.node_info, subject.snapshot.free_gpus
+        node_info, free_gpus = subject.rows.node, subject.rows.free_gpus
         resources = list(subject.gpu)
         rows = []
         for report in subject.reports.values():
@@ -123,7 +122,7 @@ def check_gang_too_large(subject: Subject) -> Finding | None:
     _show_gang_view(subject, placement)
     taking = [(name, n) for name, n in placement.empty if n]
     return Finding(Cause.TOO_LARGE,
-                   f"{_asks(subject, gang)}; the nodes {selector_text(subject.spec)} and taints "
+                   f"{_asks(subject, gang)}; the nodes {selector_text(subject.facts)} and taints "
                    f"leave could hold only {placement.fit_empty} of them even with every GPU "
                    f"free ({_names(taking) or 'none'}). The scheduler binds none of the gang "
                    f"until {gang.min_count} fit together: waiting never helps. Lower minCount, "
@@ -148,14 +147,14 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
     held = []
     evidence = _evidence(subject, gang)
     for name in placement.held_back()[:3]:
-        node = subject.snapshot.node_info(name)
-        holders = [(p, n) for p, n in subject.snapshot.holders_on(name, resource)
-                   if object_key(p) not in members]
+        node = subject.rows.node(name)
+        holders = [(p, n) for p, n in subject.rows.holders_on(name, resource)
+                   if p.key not in members]
         if node is None or not holders:
             continue
         allocatable = node.allocatable.get(resource, 0)
-        taken = allocatable - subject.snapshot.free_gpus(node, resource)
-        who = ", ".join(pod_name(p) for p, _ in holders[:4])
+        taken = allocatable - subject.rows.free_gpus(node, resource)
+        who = ", ".join(p.label for p, _ in holders[:4])
         held.append(f"{name} has {taken}/{allocatable} {resource} held by {who}")
         evidence.append(Evidence(f"Node/{name}", f"status.allocatable[{resource}] − requests",
                                  f"{taken}/{allocatable} held by {who}"))
@@ -174,7 +173,7 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
 def _assumed_note(subject: Subject, gang: Gang) -> str:
     """The one gang pod the group cycle could not place gets an ordinary filter message, whose
     counts include the nodes the other gang pods were tried on: they hold nothing now."""
-    message = latest_scheduling_failure(subject.pod or {}, subject.events)
+    message = latest_scheduling_failure(subject.row, subject.events)
     short = [r for r in (parse_failed_scheduling(message).reasons if message else ())
              if r.kind.partition(":")[2] in subject.gpu]
     if not short:

@@ -7,11 +7,9 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 from __future__ import annotations
 
 from scoring.nodetable import NodeInfo
-from scoring.objects import is_terminated, is_terminating
 from scoring.verdict import Evidence
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
-from triage.pods import effective_request, pod_name
 from triage.vocabulary import CAUSE_ORDER, Cause
 
 
@@ -40,7 +38,7 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
         product = node.labels.get("nvidia.com/gpu.product")
         hint = f" although its GFD labels say {product}" if product else ""
         parts.append(f"{node.name}{hint}")
-    inventory = subject.snapshot.dra_inventory(subject.config.gpu_drivers)
+    inventory = subject.dra_inventory
     published = [n.name for n, _ in dropped[:5] if any(
         d.driver in inventory.gpu_drivers for d in inventory.devices_for(n.raw))]
     dra = (f" {', '.join(published[:5])} publish{'es' if len(published) == 1 else ''} GPUs "
@@ -103,12 +101,12 @@ def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
 
 
 def _allocatable(subject: Subject, name: str, resource: str) -> int:
-    node = subject.snapshot.node_info(name)
+    node = subject.rows.node(name)
     return node.allocatable.get(resource, 0) if node is not None else 0
 
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
-    free_gpus = subject.snapshot.free_gpus
+    free_gpus = subject.rows.free_gpus
     asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
     for resource, request in asked.items():  # most nodes have room: no text built for them
         if free_gpus(node, resource) < request:
@@ -122,8 +120,8 @@ def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
 
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:
-    held = subject.snapshot.holders_on(node.name, resource)
-    return ", ".join(pod_name(p) + (" (terminating)" if is_terminating(p) else "")
+    held = subject.rows.holders_on(node.name, resource)
+    return ", ".join(p.label + (" (terminating)" if p.terminating else "")
                      for p, _ in held[:4]) + (f" +{len(held) - 4} more" if len(held) > 4 else "")
 
 
@@ -131,11 +129,11 @@ def _nominated(subject: Subject, dropped: Dropped, resource: str) -> tuple[str, 
     """The scheduler's preemption in progress: status.nominatedNodeName names one of the full
     nodes, where it evicts lower-priority pods and then binds this one. (The node, what to
     add to the action.)"""
-    nominated = (subject.pod or {}).get("status", {}).get("nominatedNodeName")
+    nominated = subject.row.nominated_node if subject.row is not None else ""
     if not nominated or all(n.name != nominated for n, _ in dropped):
         return None
-    leaving = [pod_name(p) for p, _ in subject.snapshot.holders_on(nominated, resource)
-               if is_terminating(p)]
+    leaving = [p.label for p, _ in subject.rows.holders_on(nominated, resource)
+               if p.terminating]
     return nominated, (
         f" The scheduler has nominated {nominated} for it (status.nominatedNodeName): it is "
         "preempting lower-priority pods there and binds this one when "
@@ -147,19 +145,19 @@ def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
     resource = primary(subject)
     finished = []
     for node, _ in dropped[:3]:  # the nodes the action names
-        finished += [pod_name(p) for p in subject.snapshot.pods_on(node.name)
-                     if is_terminated(p) and effective_request(p.get("spec", {}), resource) > 0]
+        finished += [p.label for p in subject.rows.pods_on(node.name)
+                     if p.terminated and p.request(resource) > 0]
     done = (f" ({' and '.join(finished[:4])} {'are' if len(finished) > 1 else 'is'} finished and "
             "hold nothing)") if finished else ""
     alternative = next((r for r in subject.reports.values()
                         if r.outcome == Cause.SELECTOR_MISMATCH
-                        and fits_gpu_wise(subject, subject.snapshot.node_info(r.name))), None)
+                        and fits_gpu_wise(subject, subject.rows.node(r.name))), None)
     elsewhere = ""
     if alternative is not None:
-        other = subject.snapshot.node_info(alternative.name)
+        other = subject.rows.node(alternative.name)
         assert other is not None  # fits_gpu_wise found it
-        elsewhere = (f", or relax {selector_text(subject.spec)}: {alternative.name} has "
-                     f"{subject.snapshot.free_gpus(other, resource)} free")
+        elsewhere = (f", or relax {selector_text(subject.facts)}: {alternative.name} has "
+                     f"{subject.rows.free_gpus(other, resource)} free")
     held = "; ".join(f"{n.name} has {why} by {_held_by(subject, n, resource)}"
                      for n, why in dropped[:3])
     evidence = [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}] − requests",

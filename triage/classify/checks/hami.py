@@ -18,7 +18,6 @@ from scoring.hami import (
     NUMA_NOT_FIT,
     HamiNodeFit,
     HamiRequest,
-    fit_node,
 )
 from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
@@ -39,14 +38,11 @@ def hami_fit(subject: Subject, node: NodeInfo) -> HamiNodeFit | None:
     """HAMi's fit of the pod on the node (None: not registered with HAMi), computed once."""
     name = node.name
     if name not in subject.hami_fits:
-        registration = node.hami_registration
-        if registration is None or subject.hami is None or subject.pod is None:
+        if subject.hami is None or subject.row is None:
             subject.hami_fits[name] = None
-        elif subject.spec.get("nodeName") == name:  # judged with the usage before it
-            subject.hami_fits[name] = fit_node(node.raw, subject.snapshot.pods_on(name),
-                                               subject.pod, subject.hami)
-        else:
-            subject.hami_fits[name] = subject.snapshot.hami_fit(node, registration, subject.hami)
+        else:  # a bound pod is judged with the usage before it
+            subject.hami_fits[name] = subject.rows.hami_fit(
+                node, subject.hami, subject.row.key if subject.facts.node == name else None)
     return subject.hami_fits[name]
 
 

@@ -27,14 +27,13 @@ _NONE = Decimal(0)
 
 def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
     """NodeResourcesFit for cpu, memory, ephemeral storage and the pod count."""
-    room = subject.snapshot.room_on(node)  # unparsable allocatable values: not checked
+    room = subject.rows.room_on(node)  # unparsable allocatable values: not checked
     short = [f"Insufficient {resource}" for resource, asked in subject.other_requests
              if resource in room and room[resource] < asked]
     left = room.get("pods")
-    if left is None and (pods := (node.raw.get("status", {}).get("allocatable") or {})
-                         .get("pods")) is not None:
+    if left is None and (pods := node.allocatable_text.get("pods")) is not None:
         # an unparsable pod count raises, as it always has
-        left = parse_quantity(pods) - subject.snapshot.requested_on(node.name).get("pods", _NONE)
+        left = parse_quantity(pods) - subject.rows.requested_on(node.name).get("pods", _NONE)
     if left is not None and left < 1:
         short.append("Too many pods")
     return ", ".join(short) if short else None
@@ -52,13 +51,13 @@ def explain_other_resources(subject: Subject, dropped: Dropped) -> Finding:
 def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding | None:
     """Nodes fit GPU-wise, yet the pod waits: it is gated, or the scheduler names something."""
     fitting = ", ".join(n.name for n in fit[:3]) + fitting_alternatives(subject)
-    gates = [str(g.get("name", "")) for g in subject.spec.get("schedulingGates") or []]
+    gates = list(subject.facts.gates)
     if gates:
         return _gated(subject, fitting, gates)
     if (bound := binding_in_progress(subject)) is not None:
         return bound
-    message = latest_scheduling_failure(subject.pod or {}, subject.events)
-    if message is None and not scheduler_spoke(subject.pod or {}, subject.events):
+    message = latest_scheduling_failure(subject.row, subject.events)
+    if message is None and not scheduler_spoke(subject.row, subject.events):
         return None
     if message is None:
         action = (f"GPU-wise {fitting} fit and the scheduler has seen the pod, but it has not "
@@ -69,7 +68,7 @@ def leftover_other_constraint(subject: Subject, fit: list[NodeInfo]) -> Finding 
                   "it did not fit, and tries it again as the cluster changes. If it stays "
                   "Pending, look at the other gang pods' events for what else stops them.")
     elif (others := _other_reasons(message, subject.config, _judged(subject))) is None:
-        scheduler = subject.spec.get("schedulerName") or "default-scheduler"
+        scheduler = subject.facts.scheduler or "default-scheduler"
         action = (f"GPU-wise {fitting} fit now; the scheduler's last word is only about GPUs, "
                   "taints or selectors, so the cluster has changed since and it will retry by "
                   f"itself. If the pod stays Pending, check that {scheduler} is running.")
@@ -94,10 +93,10 @@ def _gated(subject: Subject, fitting: str, gates: list[str]) -> Finding:
                f"{'it' if len(gates) == 1 else 'them'} when ready: check that controller "
                "is running, or remove the gate if nothing manages it.")
     evidence = [Evidence(f"Pod {subject.label}", "spec.schedulingGates", names)]
-    condition = pod_scheduled_false(subject.pod or {})
-    if condition is not None and condition.get("reason") == SCHEDULING_GATED:
+    condition = pod_scheduled_false(subject.row)
+    if condition is not None and condition.reason == SCHEDULING_GATED:
         evidence.append(Evidence(f"Pod {subject.label}", "PodScheduled condition (API server)",
-                                 f"{SCHEDULING_GATED}: {condition['message']}"))
+                                 f"{SCHEDULING_GATED}: {condition.message}"))
     return Finding(Cause.OTHER_CONSTRAINT,
                    f"GPU-wise {fitting} fit, but the pod has scheduling "
                    f"{'gate' if len(gates) == 1 else 'gates'} {names}: no scheduler looks at "

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from scoring.verdict import Evidence
 from triage.classify.subject import Finding, Subject
-from triage.pods import all_containers, container_resources, gpu_related_resources, resource_claims
 from triage.vocabulary import Cause
 
 
 def check_no_gpu_request(subject: Subject) -> Finding | None:
     # A pod asking for GPUs through Dynamic Resource Allocation asks for GPUs.
-    if gpu_related_resources(subject.spec, subject.config) or (
+    facts = subject.facts
+    # named, but only at 0: that asks for nothing
+    named = sorted(name for name in facts.resources if subject.config.is_gpu_related(name))
+    if any(facts.request(name) > 0 for name in named) or (
             subject.dra is not None and subject.dra.asks_gpu):
         return None
-    where = f" It is bound to {subject.spec['nodeName']}." if subject.spec.get("nodeName") else ""
-    # named, but only at 0: that asks for nothing
-    zero = sorted({name for c in all_containers(subject.spec) for name in container_resources(c)
-                   if subject.config.is_gpu_related(name)})
+    where = f" It is bound to {facts.node}." if facts.node else ""
+    zero = named
     reason = (f"its containers name {', '.join(zero)} only with 0, which asks for none" if zero
               else "no container (init containers included) has a GPU in resources.limits")
-    claims = resource_claims(subject.spec)
+    claims = facts.claims
     if claims:
         assert subject.dra is not None
         classes = sorted({a.device_class for c in subject.dra.all_claims for r in c.requests

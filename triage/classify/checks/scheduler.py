@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from scoring.objects import is_terminated
+from scoring.times import parse_rfc3339
 from scoring.verdict import Evidence
 from triage.classify.checks.dra_alternatives import fitting_alternatives
 from triage.classify.subject import Finding, Subject
-from triage.snapshot import Snapshot, parse_rfc3339
+from triage.rows import Rows
 from triage.vocabulary import FIT, Cause
 
 # A scheduler usually looks at a new pod within a second or two; under a burst, longer.
@@ -14,7 +14,7 @@ JUST_CREATED_S = 60
 
 
 def check_scheduler_unavailable(subject: Subject) -> Finding | None:
-    scheduler = subject.spec.get("schedulerName") or "default-scheduler"
+    scheduler = subject.facts.scheduler or "default-scheduler"
     fitting = [r.name for r in subject.reports.values() if r.outcome == FIT]
     age = _age_seconds(subject)
     if age is not None and age < JUST_CREATED_S:
@@ -39,8 +39,8 @@ def check_scheduler_unavailable(subject: Subject) -> Finding | None:
 
 def _age_seconds(subject: Subject) -> int | None:
     """Seconds from the pod's creation to when the Snapshot was read; None when unknown."""
-    created = str((subject.pod or {}).get("metadata", {}).get("creationTimestamp") or "")
-    read_at = subject.snapshot.read_at
+    created = subject.row.created if subject.row is not None else ""
+    read_at = subject.rows.read_at
     if not created or not read_at:
         return None
     try:
@@ -53,12 +53,12 @@ def _age_seconds(subject: Subject) -> int | None:
 DEFAULT_SCHEDULER = "default-scheduler"
 
 
-def scheduler_serves(snapshot: Snapshot, scheduler: str) -> bool:
+def scheduler_serves(rows: Rows, scheduler: str) -> bool:
     """Does a scheduler of that name run? The default one is taken to; another one shows by
     the pods it bound: a non-terminated pod naming it with spec.nodeName set. (A pre-flight has
     no events to go by: nobody has scheduled the would-be pod yet.)"""
     if scheduler in ("", DEFAULT_SCHEDULER):
         return True
     # by node: a watch cache's Snapshot holds the bound pods in its per-node lists only
-    return any(pod.get("spec", {}).get("schedulerName") == scheduler and not is_terminated(pod)
-               for node in snapshot.node_table for pod in snapshot.pods_on(node.name))
+    return any(pod.scheduler == scheduler and not pod.terminated
+               for node in rows.node_table for pod in rows.pods_on(node.name))

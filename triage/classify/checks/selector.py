@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from scoring.nodes import selector_mismatches
+from scoring.nodes import selection_mismatches
 from scoring.nodetable import NodeInfo
+from scoring.rows import PodSpecFacts
 from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, Finding, Subject
 from triage.vocabulary import Cause
@@ -22,9 +20,14 @@ def drop_selector(subject: Subject, node: NodeInfo) -> str | None:
         values = tuple([labels.get(key) for key in keys])
         drops = subject.selector_drops
         if values not in drops:
-            drops[values] = _unmatched(selector_mismatches(subject.spec, node.raw))
+            drops[values] = _unmatched(_mismatches(subject, node))
         return drops[values]
-    return _unmatched(selector_mismatches(subject.spec, node.raw))
+    return _unmatched(_mismatches(subject, node))
+
+
+def _mismatches(subject: Subject, node: NodeInfo) -> list[str]:
+    return selection_mismatches(subject.facts.node_selector, subject.affinity_terms,
+                                node.labels, node.name)
 
 
 def _unmatched(failed: list[str]) -> str | None:
@@ -32,10 +35,10 @@ def _unmatched(failed: list[str]) -> str | None:
 
 
 def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
-    wanted = selector_text(subject.spec)
+    wanted = selector_text(subject.facts)
     evidence = [Evidence(f"Pod {subject.label}", "spec.nodeSelector / affinity", wanted),
                 *[Evidence(f"Node/{n.name}", "metadata.labels", why) for n, why in dropped[:5]]]
-    missing, by_label = _missing_pins(subject.spec, dropped)
+    missing, by_label = _missing_pins(subject.facts, dropped)
     if missing:
         label = (f"; {HOSTNAME} is the kubelet's own label, not one to put on another node"
                  if by_label else "")
@@ -44,7 +47,7 @@ def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
                        f"{'that name' if len(missing) == 1 else 'those names'} is in the cluster "
                        "(removed, or renamed). Point the pod at a node that exists, or drop the "
                        f"pin{label}.", evidence)
-    keys = {k for k in (subject.spec.get("nodeSelector") or {})}
+    keys = set(subject.facts.node_selector)
     # by the selector's keys: a node has dozens of labels
     seen = {f"{k}={node.labels[k]}" for node, _ in dropped for k in keys if k in node.labels}
     values = f" Values present: {', '.join(sorted(seen))}." if seen else (
@@ -59,12 +62,12 @@ def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
 HOSTNAME = "kubernetes.io/hostname"
 
 
-def _missing_pins(spec: Mapping[str, Any], dropped: Dropped) -> tuple[list[str], bool]:
+def _missing_pins(facts: PodSpecFacts, dropped: Dropped) -> tuple[list[str], bool]:
     """Node names the selection pins the pod to (kubernetes.io/hostname, or matchFields
     metadata.name; a DaemonSet's pods are pinned so) that no node has: a deleted node. And
     whether a pin is the hostname label."""
-    pinned = {str(host): True} if (host := (spec.get("nodeSelector") or {}).get(HOSTNAME)) else {}
-    for term in _required_terms(spec):
+    pinned = {str(host): True} if (host := facts.node_selector.get(HOSTNAME)) else {}
+    for term in facts.affinity_terms or ():
         for requirement in (*(term.get("matchExpressions") or ()),
                             *(term.get("matchFields") or ())):
             if (requirement.get("key") in (HOSTNAME, "metadata.name")
@@ -84,16 +87,9 @@ def _nodes(names: list[str]) -> str:
     return f"node{'s' if len(names) > 1 else ''} {', '.join(names)}"
 
 
-def _required_terms(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    terms: list[Mapping[str, Any]] = ((((spec.get("affinity") or {}).get("nodeAffinity") or {})
-                                       .get("requiredDuringSchedulingIgnoredDuringExecution")
-                                       or {}).get("nodeSelectorTerms") or [])
-    return terms
-
-
-def selector_text(spec: Mapping[str, Any]) -> str:
-    parts = [f"{k}={v}" for k, v in (spec.get("nodeSelector") or {}).items()]
+def selector_text(facts: PodSpecFacts) -> str:
+    parts = [f"{k}={v}" for k, v in facts.node_selector.items()]
     text = "nodeSelector " + " + ".join(parts) if parts else ""
-    if _required_terms(spec):
+    if facts.affinity_terms:
         text = f"{text} + required node affinity" if text else "required node affinity"
     return text or "the node selection"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scoring.nodes import taint_text, tolerates
@@ -20,7 +20,7 @@ CORDONED = "cordoned"  # how taint_text writes the cordon's taint
 def drop_taint(subject: Subject, node: NodeInfo) -> str | None:
     if not node.taints:
         return None
-    tolerations = subject.spec.get("tolerations") or []
+    tolerations = subject.facts.tolerations
     taints = [t for t in node.taints if not tolerates(tolerations, t)]
     return ", ".join(taint_text(t) for t in taints) if taints else None
 
@@ -60,11 +60,11 @@ def explain_taint(subject: Subject, dropped: Dropped) -> Finding:
                    [Evidence(f"Node/{n.name}", "spec.unschedulable" if why.startswith(
                        CORDONED) else "spec.taints", why) for n, why in dropped[:5]]
                    + [Evidence(f"Pod {subject.label}", "spec.tolerations",
-                               _tolerations_text(subject.spec))])
+                               _tolerations_text(subject.facts.tolerations))])
 
 
-def _tolerations_text(spec: Mapping[str, Any]) -> str:
-    custom = [t for t in spec.get("tolerations") or []
+def _tolerations_text(tolerations: Sequence[Mapping[str, Any]]) -> str:
+    custom = [t for t in tolerations
               if not str(t.get("key", "")).startswith("node.kubernetes.io/not-ready")
               and not str(t.get("key", "")).startswith("node.kubernetes.io/unreachable")]
     if not custom:
