@@ -47,7 +47,7 @@ class Holding:
 
     pod: str  # "ns/pod"
     count: int
-    since: str | None = None  # status.startTime
+    since: str | None = None  # status.startTime, else when the scheduler bound it
 
 
 @dataclass(slots=True, eq=False)

@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any, TypedDict, cast
 
 from scoring.objects import K8sObject, is_terminated
-from triage.slim import SLIM_NODE, SLIM_POD, slim, trim_pod_annotations
+from triage.slim import SLIM_NODE, SLIM_POD, slim, trim_pod
 
 _LIST: Any = list  # subscripted with types made at run time, which mypy cannot see
 
@@ -85,4 +85,4 @@ def kept_pods(keep: Callable[[K8sObject], K8sObject]) -> ItemShape:
     """``slim_pods``, each pod kept passed through ``keep`` as its page arrives (the watch
     cache's store: its pods share what they have alike before the page goes)."""
     return ItemShape("Pod", SLIM_POD, lambda small: None if is_terminated(small)
-                     else keep(trim_pod_annotations(small)))
+                     else keep(trim_pod(small)))

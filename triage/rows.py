@@ -55,12 +55,22 @@ def pod_row(pod: K8sObject) -> PodRow:
         claims=tuple(resource_claims(spec)),
         gates=_gates(spec),
         scheduling_group=str((spec.get("schedulingGroup") or {}).get("podGroupName") or ""),
-        held_since=status.get("startTime") or None,
+        held_since=_held_since(status),
         nominated_node=str(status.get("nominatedNodeName") or ""),
         reason=str(status.get("reason") or ""), message=str(status.get("message") or ""),
         conditions=tuple(_condition(c) for c in status.get("conditions") or ()),
         containers=tuple(_container(section, c) for section in (
             "initContainerStatuses", "containerStatuses") for c in status.get(section) or ()))
+
+
+def _held_since(status: Mapping[str, Any]) -> str | None:
+    """status.startTime (the kubelet's); a pod written through the API with no kubelet to
+    start it has none, and is held from when the scheduler bound it (PodScheduled=True)."""
+    if started := status.get("startTime"):
+        return str(started)
+    return next((str(c["lastTransitionTime"]) for c in status.get("conditions") or ()
+                 if c.get("type") == "PodScheduled" and c.get("status") == "True"
+                 and c.get("lastTransitionTime")), None)
 
 
 def pod_requests(spec: Mapping[str, Any]) -> Mapping[str, Decimal]:

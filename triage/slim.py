@@ -28,7 +28,10 @@ SLIM_POD: _Keep = {
              "resources": True, "containers": _CONTAINER, "initContainers": _CONTAINER,
              "resourceClaims": True,  # a DRA claim asks for a GPU (the stuck-pod watch)
              "schedulingGroup": True},  # a gang counts its pods (scheduling.k8s.io)
-    "status": {"phase": True, "startTime": True},  # startTime: how long a holder has held
+    # how long a holder has held: startTime, else the PodScheduled condition's time (see
+    # trim_pod)
+    "status": {"phase": True, "startTime": True,
+               "conditions": {"type": True, "status": True, "lastTransitionTime": True}},
 }
 # Pod annotations worth keeping: HAMi's allocation records (device usage per card).
 SLIM_POD_ANNOTATION_PREFIXES = ("hami.io/", "4pd.io/", "nvidia.com/")
@@ -47,15 +50,24 @@ def slim(obj: Any, keep: _Keep | bool) -> Any:
 
 
 def slim_pod(pod: K8sObject) -> K8sObject:
-    return trim_pod_annotations(slim(pod, SLIM_POD))
+    return trim_pod(slim(pod, SLIM_POD))
 
 
-def trim_pod_annotations(small: K8sObject) -> K8sObject:
-    """A pod cut to SLIM_POD keeps only the annotations that record device allocations."""
+def trim_pod(small: K8sObject) -> K8sObject:
+    """A pod cut to SLIM_POD keeps only the annotations that record device allocations, and
+    a condition only when it says since when the pod has held its node: PodScheduled, on a
+    pod without a startTime (150,000 pods' other conditions would be kept for nothing)."""
     annotations = small.get("metadata", {}).get("annotations")
     if annotations:
         small["metadata"]["annotations"] = {
             k: v for k, v in annotations.items() if k.startswith(SLIM_POD_ANNOTATION_PREFIXES)}
+    status = small.get("status")
+    if status and "conditions" in status:
+        if status.get("startTime"):
+            del status["conditions"]
+        else:
+            status["conditions"] = [c for c in status["conditions"] or ()
+                                    if isinstance(c, dict) and c.get("type") == "PodScheduled"]
     return small
 
 

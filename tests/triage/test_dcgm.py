@@ -6,17 +6,22 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import shutil
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.answer.devices import devices_terminal
 from bot.answer.render import render_text
-from bot.clusters.sources import SnapshotSource
+from bot.clusters.sources import LiveSource, SnapshotSource
 from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from tests.conftest import slice_uuids
+from tests.kubeapi import FakeKubeAPI
 from tests.paths import FIXTURES
+from tests.triage.cluster.conftest import watch_source
+from triage.cluster import load_api_client
 from triage.dcgm import (
     ECC,
     FAMILIES,
@@ -381,3 +386,44 @@ def test_an_xid_79_on_the_gpu_of_a_scheduled_pod_changes_the_next_action(
     # An XID the exporter carried over from before the window is not news.
     assert with_telemetry(plain, read_families(answers(), DcgmLabels(), AT),
                           "Prometheus").action == plain.action
+
+
+def _seven_states_without_start_times(directory: Path) -> Path:
+    """seven-states with its GPU holders written as the API server keeps a pod no kubelet
+    started: no status.startTime; the scheduler bound them at 09:52 (PodScheduled=True)."""
+    shutil.copytree(FIXTURES / "scenarios" / "seven-states", directory)
+    pods = json.loads((directory / "pods.json").read_text())
+    for pod in pods["items"]:
+        if pod["metadata"]["name"] in ("train-a", "train-b"):
+            del pod["status"]["startTime"]
+            for condition in pod["status"]["conditions"]:
+                condition["lastTransitionTime"] = ("2026-11-30T09:52:00Z"
+                                                   if condition["type"] == "PodScheduled"
+                                                   else "2026-11-30T12:50:43Z")
+    (directory / "pods.json").write_text(json.dumps(pods))
+    return directory
+
+
+@pytest.mark.parametrize("reader", ["dump", "dump, other namespaces slim", "live", "watch"])
+def test_a_holder_without_a_start_time_is_held_from_when_it_was_bound(
+        reader: str, tmp_path: Path) -> None:
+    directory = _seven_states_without_start_times(tmp_path / "seven-states")
+    ref = parse_ref("research/full")
+    if reader.startswith("dump"):
+        verdict = SnapshotSource(directory, namespace="research" if "slim" in reader
+                                 else None).triage(ref)
+    else:
+        with FakeKubeAPI(directory) as server:
+            client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
+            if reader == "live":
+                verdict = LiveSource(api_client=client).triage(ref)
+            else:
+                source = watch_source(server, tmp_path).start()
+                try:
+                    assert source.wait_ready(5)
+                    verdict = source.triage(ref)
+                finally:
+                    source.stop()
+    merged = with_telemetry(verdict, read_families(answers(), DcgmLabels(), AT), "Prometheus")
+    assert [e.value for e in merged.evidence[-2:]] == [
+        "ml/train-a holds 1 GPU at 87 % for 3 h", "team-b/train-b holds 1 GPU at 0 % for 3 h"]

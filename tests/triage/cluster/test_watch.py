@@ -82,7 +82,7 @@ def test_cached_pods_are_slim(cache: WatchSource) -> None:
         assert set(pod["spec"]) <= {"nodeName", "schedulerName", "priority", "containers",
                                     "initContainers", "overhead", "resourceClaims"}
         assert set(pod["spec"]["containers"][0]) <= {"name", "resources", "restartPolicy"}
-        assert set(pod["status"]) == {"phase", "startTime"}
+        assert set(pod["status"]) == {"phase", "startTime"}  # no conditions: see below
         assert "managedFields" not in pod["metadata"]
 
 
@@ -517,3 +517,15 @@ def test_pods_alike_but_for_their_node_share_one_requests_answer() -> None:
     assert shares[object_key(pod)] is shares[object_key(twin)]
     assert shares[object_key(bigger)]["cpu"] == Decimal(99)
     assert store.by_node_view()[1]["elsewhere"]["pods"] == 2
+
+
+def test_a_slim_pod_keeps_a_condition_only_for_its_time_held() -> None:
+    """150,000 cached pods keep no conditions; one without a startTime keeps PodScheduled's
+    time (when it was bound: since then it holds its node's resources), cut to three keys."""
+    pods = json.loads((FIXTURES / "scenarios" / "seven-states" / "pods.json").read_text())["items"]
+    started = next(p for p in pods if p["metadata"]["name"] == "train-b")
+    never_started = copy.deepcopy(started)
+    del never_started["status"]["startTime"]
+    assert "conditions" not in slim_pod(copy.deepcopy(started))["status"]
+    assert slim_pod(never_started)["status"]["conditions"] == [
+        {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-11-30T12:50:44Z"}]
