@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,95 @@ def test_the_readme_says_where_each_cause_word_is_checked() -> None:
                       if callable(getattr(check, part, None))}
         assert defined_in <= set(named), (cause.value, defined_in - set(named))
         assert all((checks_dir / module).is_file() for module in named), named
+
+
+# -- the raw objects are read where the rows are built --------------------------------------
+
+# What reads a Kubernetes object's JSON shape, or hands one on: its sections, the node table
+# row's raw Node, the dict type, the Snapshot and the modules of raw helpers, and a check
+# going past its Subject's rows to the raw pod, spec, workload or Snapshot.
+RAW_SHAPES = {
+    "section": re.compile(r'\.get\("(?:spec|metadata|status)"|\["(?:spec|metadata|status)"\]'),
+    ".raw": re.compile(r"\.raw\b"),
+    "K8sObject": re.compile(r"\bK8sObject\b"),
+    "raw import": re.compile(r"^from (?:triage\.(?:snapshot|cache|pods)|scoring\.objects) import"
+                             r"|^from triage import .*\badmission\b", re.M),
+    "subject's raw": re.compile(r"\bsubject\.(?:snapshot|pod|spec|workload)\b"),
+}
+# Where those are allowed, by file, each with why. The row builders read raw by their job;
+# the rest is what is left to move onto rows (the list only shrinks).
+RAW_ALLOWED: dict[str, dict[str, str]] = {
+    # -- the builders: the rows and the facts they are made of
+    "scoring/nodetable.py": dict.fromkeys(("section", ".raw", "K8sObject", "raw import"),
+                                          "builds the node table's rows from the Nodes"),
+    "scoring/nodes.py": dict.fromkeys(("section", "K8sObject", "raw import"),
+                                      "the node facts nodetable.py parses"),
+    "scoring/objects.py": dict.fromkeys(("section", "K8sObject"), "the raw object helpers"),
+    "scoring/hami/formats.py": dict.fromkeys(
+        ("section", "raw import"), "HAMi's annotation formats, which triage.rows sums per node"),
+    "scoring/hami/request.py": {"section": "HAMi's reading of the subject pod's containers"},
+    "triage/classify/subject.py": dict.fromkeys(
+        ("K8sObject", "raw import"),
+        "the Subject carries the raw pod and Snapshot for DRA's and Kueue's checks"),
+    # -- DRA and Kueue, being moved onto rows on their own (scoring/dra/, checks/dra*.py,
+    # checks/queue.py); until then their entry points take the raw Node
+    "scoring/cel/selector.py": {".raw": "DRA's CEL over a device's attributes"},
+    "triage/classify/checks/gpu.py": {".raw": "ClaimSet.serves / Inventory.devices_for "
+                                               "take the Node"},
+    "triage/classify/report.py": {".raw": "ClaimSet.device_rows / serves take the Node",
+                                  "raw import": "object_key of a workload, as below",
+                                  "subject's raw": "the workload's key, as below"},
+    "triage/classify/capacity.py": {".raw": "Inventory.devices_for takes the Node",
+                                    "raw import": "the Snapshot's DRA inventory and read time"},
+    # -- not on rows yet: workloads, quotas, RuntimeClasses, gangs, and the resolving of a
+    # ref (which also hands DRA and Kueue their raw pod and spec)
+    "triage/classify/resolve.py": dict.fromkeys(
+        ("section", "K8sObject", "raw import", "subject's raw"),
+        "resolves a ref on the raw workloads and builds the Subject"),
+    "triage/classify/where.py": dict.fromkeys(
+        ("K8sObject", "raw import"), "writes the would-be pod into a Snapshot of its own"),
+    "triage/classify/checks/admission.py": dict.fromkeys(
+        ("section", "raw import", "subject's raw"), "workloads, quotas, RuntimeClasses"),
+    "triage/classify/checks/gang.py": dict.fromkeys(
+        ("section", "K8sObject", "raw import", "subject's raw"),
+        "PodGroups and the gang's workloads"),
+}
+RAW_OWNED_ELSEWHERE = ("scoring/dra/", "triage/classify/checks/dra",
+                       "triage/classify/checks/queue.py")
+
+
+def _funnel_modules() -> list[Path]:
+    return sorted(path for folder in ("scoring", "triage/classify")
+                  for path in (REPO / folder).rglob("*.py")
+                  if not str(path.relative_to(REPO)).startswith(RAW_OWNED_ELSEWHERE))
+
+
+def raw_reads(text: str) -> set[str]:
+    return {what for what, pattern in RAW_SHAPES.items() if pattern.search(text)}
+
+
+@pytest.mark.parametrize("path", _funnel_modules(), ids=lambda path: str(path.relative_to(REPO)))
+def test_checks_and_scoring_read_rows_not_raw_objects(path: Path) -> None:
+    relative = str(path.relative_to(REPO))
+    found = raw_reads(path.read_text(encoding="utf-8"))
+    allowed = RAW_ALLOWED.get(relative, {})
+    assert found <= set(allowed), (
+        f"{relative} reads raw objects ({', '.join(sorted(found - set(allowed)))}): read the "
+        "rows (scoring/rows, scoring/nodetable, triage/rows.py), or make a row grow")
+    # an entry no longer needed goes: the list only shrinks
+    assert set(allowed) <= found, f"{relative}: allowed but gone: {set(allowed) - found}"
+
+
+@pytest.mark.parametrize(("text", "what"), [
+    ('spec = pod.get("spec") or {}', "section"), ('name = node["metadata"]["name"]', "section"),
+    ("labels(node.raw)", ".raw"), ("def f(pod: K8sObject) -> None:", "K8sObject"),
+    ("from triage.snapshot import Snapshot", "raw import"),
+    ("from triage import admission", "raw import"), ("subject.spec.get('x')", "subject's raw"),
+])
+def test_the_raw_read_check_sees_each_shape(text: str, what: str) -> None:
+    assert raw_reads(text) == {what}
+
+
+def test_the_raw_read_check_passes_rows() -> None:
+    assert raw_reads("held = subject.rows.holders_on(node.name, resource)\n"
+                     "from scoring.rows import PodRow\nrow.raw_count\n") == set()
