@@ -4,14 +4,18 @@ and, when events have expired, the ResourceQuotas and RuntimeClasses themselves.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
-from scoring.objects import K8sObject, is_terminated, object_key
+from scoring.objects import K8sObject
 from scoring.quantity import QuantityError, parse_quantity
-from triage.pods import effective_request, pod_name
+from scoring.rows import PodSpecFacts, QuotaRow, WorkloadRow
+from triage.rows import Rows
+from triage.rows import template_spec as template_spec
+from triage.rows import wanted_pods as wanted_pods
+from triage.rows import workload_label as workload_label
+from triage.rows.build import QUOTA_LIMITED
 from triage.snapshot import Snapshot
 
 _QUOTA_TEXT = re.compile(
@@ -31,66 +35,24 @@ class Rejection:
     message: str
 
 
-def workload_label(workload: Mapping[str, Any]) -> str:
-    namespace, name = object_key(workload)
-    return f"{workload.get('kind', '?')} {namespace}/{name}"
-
-
-def rejections(snapshot: Snapshot, workload: K8sObject) -> list[Rejection]:
+def rejections(rows: Rows, workload: WorkloadRow) -> list[Rejection]:
     """FailedCreate events and ReplicaFailure conditions on the workload and its ReplicaSets,
     newest event first."""
     found: list[Rejection] = []
-    for owner in (workload, *_replicasets(snapshot, workload)):
-        namespace, name = object_key(owner)
-        label = workload_label(owner)
-        for event in snapshot.events_for(str(owner.get("kind", "")), namespace, name):
-            if event.get("reason") == "FailedCreate" and event.get("message"):
-                found.append(Rejection(label, "event FailedCreate", str(event["message"])))
-        for condition in owner.get("status", {}).get("conditions") or []:
-            if (condition.get("type") == "ReplicaFailure" and condition.get("status") == "True"
-                    and condition.get("message")):
-                found.append(Rejection(label, "status.conditions[ReplicaFailure]",
-                                       str(condition["message"])))
+    for owner in (workload, *rows.replicasets_of(workload)):
+        for event in rows.events_for(owner.kind, owner.namespace, owner.name):
+            if event.reason == "FailedCreate" and event.message:
+                found.append(Rejection(owner.label, "event FailedCreate", event.message))
+        found += [Rejection(owner.label, "status.conditions[ReplicaFailure]", message)
+                  for message in owner.replica_failures]
     return found
 
 
-def _replicasets(snapshot: Snapshot, workload: K8sObject) -> list[K8sObject]:
-    if workload.get("kind") != "Deployment":
-        return []
-    return [c for c in snapshot.children(workload) if c.get("kind") == "ReplicaSet"]
-
-
-def workload_pods(snapshot: Snapshot, workload: K8sObject) -> list[K8sObject]:
+def workload_pods(snapshot: Snapshot, workload: WorkloadRow) -> list[K8sObject]:
     """The workload's pods (through its ReplicaSets for a Deployment), terminated included."""
-    owners = [workload, *_replicasets(snapshot, workload)]
-    return [c for owner in owners for c in snapshot.children(owner) if c.get("kind") == "Pod"]
-
-
-def wanted_pods(workload: Mapping[str, Any]) -> int:
-    """How many live pods the workload's controller is trying to have."""
-    spec = workload.get("spec") or {}
-    status = workload.get("status") or {}
-    if spec.get("suspend"):  # a Job, a JobSet, a RayJob: its controller makes no pods
-        return 0
-    if workload.get("kind") == "Job":
-        if any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
-               for c in status.get("conditions") or []):
-            return 0
-        parallelism = int(spec.get("parallelism", 1))
-        completions = spec.get("completions")
-        remaining = (int(completions) - int(status.get("succeeded", 0))
-                     if completions is not None else parallelism)
-        return max(0, min(parallelism, remaining))
-    if workload.get("kind") == "DaemonSet":
-        return int(status.get("desiredNumberScheduled", 0))
-    return int(spec.get("replicas", 1))
-
-
-def template_spec(workload: Mapping[str, Any]) -> dict[str, Any]:
-    spec = workload.get("spec") or {}
-    template = spec.get("template") or (spec.get("jobTemplate") or {}).get("spec", {}).get(
-        "template") or {}
-    return dict(template.get("spec") or {})
+    owners = [workload, *snapshot.rows.replicasets_of(workload)]
+    return [c for owner in owners for c in snapshot.children_of(owner.uid)
+            if c.get("kind") == "Pod"]
 
 
 # -- quota -------------------------------------------------------------------------------
@@ -116,34 +78,28 @@ def quota_rejection(found: list[Rejection]) -> tuple[Rejection, dict[str, str]] 
     return None
 
 
-def quota_shortfalls(snapshot: Snapshot, namespace: str,
-                     spec: Mapping[str, Any]) -> list[QuotaShortfall]:
+def quota_shortfalls(rows: Rows, namespace: str, spec: PodSpecFacts) -> list[QuotaShortfall]:
     """Quotas whose hard − used is smaller than what one more pod of this template asks."""
     shortfalls = []
-    for quota in snapshot.namespace_objects(snapshot.resourcequotas, namespace):
+    for quota in rows.quotas_in(namespace):
         if not _quota_applies(quota, spec):
             continue
-        status = quota.get("status") or {}
-        hard = status.get("hard") or (quota.get("spec") or {}).get("hard") or {}
-        used = status.get("used") or {}
-        for key, hard_value in hard.items():
+        for key, hard_value in quota.hard.items():
             asked = _demand(key, spec)
             if asked is None or asked == 0:
                 continue
             try:
-                limit, in_use = parse_quantity(hard_value), parse_quantity(used.get(key, "0"))
+                limit = parse_quantity(hard_value)
+                in_use = parse_quantity(quota.used.get(key, "0"))
             except QuantityError:
                 continue
             if in_use + asked > limit:
-                shortfalls.append(QuotaShortfall(f"{namespace}/{object_key(quota)[1]}", key,
+                shortfalls.append(QuotaShortfall(f"{namespace}/{quota.name}", key,
                                                  limit, in_use, asked))
     return shortfalls
 
 
-_STANDARD = ("cpu", "memory", "ephemeral-storage")
-
-
-def _demand(key: str, spec: Mapping[str, Any]) -> Decimal | None:
+def _demand(key: str, spec: PodSpecFacts) -> Decimal | None:
     """What one pod adds to a quota key; None for keys gpuwhy does not evaluate.
 
     Extended resources are quota'd only through `requests.<name>`.
@@ -152,50 +108,25 @@ def _demand(key: str, spec: Mapping[str, Any]) -> Decimal | None:
         return Decimal(1)
     prefix, _, resource = key.partition(".")
     if prefix in ("requests", "limits") and resource:
-        if prefix == "limits" and resource not in _STANDARD:
+        if prefix == "limits" and resource not in QUOTA_LIMITED:
             return None
-        return effective_request(spec, resource) if prefix == "requests" else _limit(spec, resource)
-    if key in _STANDARD:
-        return effective_request(spec, key)
+        return spec.request(resource) if prefix == "requests" else spec.limits[resource]
+    if key in QUOTA_LIMITED:
+        return spec.request(key)
     return None
 
 
-def _limit(spec: Mapping[str, Any], resource: str) -> Decimal:
-    pod_level = ((spec.get("resources") or {}).get("limits") or {}).get(resource)
-    if pod_level is not None:  # a pod-level limit (spec.resources) bounds the whole pod
-        try:
-            return parse_quantity(pod_level)
-        except QuantityError:
-            pass
-    total = Decimal(0)
-    for container in spec.get("containers") or []:
-        value = ((container.get("resources") or {}).get("limits") or {}).get(resource)
-        if value is not None:
-            try:
-                total += parse_quantity(value)
-            except QuantityError:
-                continue
-    return total
-
-
-def _quota_applies(quota: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
+def _quota_applies(quota: QuotaRow, spec: PodSpecFacts) -> bool:
     """Scopes gpuwhy can evaluate from a template; an unknown scope means "don't judge"."""
-    quota_spec = quota.get("spec") or {}
-    scopes = list(quota_spec.get("scopes") or [])
-    for expression in (quota_spec.get("scopeSelector") or {}).get("matchExpressions") or []:
-        scope, operator = expression.get("scopeName"), expression.get("operator")
-        if scope == "PriorityClass":
-            present = bool(spec.get("priorityClassName"))
-            values = expression.get("values") or []
-            holds = {"In": spec.get("priorityClassName") in values,
-                     "NotIn": spec.get("priorityClassName") not in values,
-                     "Exists": present, "DoesNotExist": not present}.get(str(operator))
-            if not holds:
-                return False
-        else:
-            scopes.append(scope)
-    terminating = spec.get("activeDeadlineSeconds") is not None
-    for scope in scopes:
+    present = bool(spec.priority_class)
+    for operator, values in quota.priority_classes:
+        holds = {"In": present and spec.priority_class in values,
+                 "NotIn": not present or spec.priority_class not in values,
+                 "Exists": present, "DoesNotExist": not present}.get(operator)
+        if not holds:
+            return False
+    terminating = spec.active_deadline
+    for scope in quota.scopes:
         if scope == "Terminating" and not terminating:
             return False
         if scope == "NotTerminating" and terminating:
@@ -205,10 +136,10 @@ def _quota_applies(quota: Mapping[str, Any], spec: Mapping[str, Any]) -> bool:
     return True
 
 
-def quota_holders(snapshot: Snapshot, namespace: str, key: str) -> list[str]:
+def quota_holders(rows: Rows, namespace: str, key: str) -> list[str]:
     resource = key.split(".", 1)[1] if key.startswith("requests.") else key
-    return [pod_name(p) for p in snapshot.pods_in(namespace)
-            if not is_terminated(p) and effective_request(p.get("spec", {}), resource) > 0]
+    return [p.label for p in rows.pods_in(namespace)
+            if not p.terminated and p.request(resource) > 0]
 
 
 # -- runtime class ---------------------------------------------------------------------------
@@ -221,8 +152,8 @@ def runtimeclass_rejection(found: list[Rejection]) -> tuple[Rejection, str] | No
     return None
 
 
-def runtimeclass_names(snapshot: Snapshot) -> list[str]:
-    return sorted(object_key(rc)[1] for rc in snapshot.runtimeclasses)
+def runtimeclass_names(rows: Rows) -> list[str]:
+    return sorted(rows.runtime_classes)
 
 
 # -- names that match no object -------------------------------------------------------------

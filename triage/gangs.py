@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from scoring.objects import K8sObject, object_key
+from scoring.rows import PodCondition, PodGroupRow, PodRow
+from triage.rows import Rows
 from triage.snapshot import Snapshot
 
-POD_GROUP_SCHEDULED = "PodGroupScheduled"
 # What kube-scheduler writes on the gang pods it could place when the group as a whole did not
 # fit (recorded on 1.36.2): "pod group is unschedulable, waiting for minCount pods from a gang
 # to be scheduled, one or more plugins asked to wait and no plugin rejected pod".
@@ -29,16 +30,14 @@ class Gang:
 
     namespace: str
     name: str  # the PodGroup's
-    pod_group: K8sObject | None  # None: the pod names a PodGroup that does not exist
+    pod_group: PodGroupRow | None  # None: the pod names a PodGroup that does not exist
     min_count: int  # 0 when it has no gang policy
-    members: tuple[K8sObject, ...]  # non-terminated pods naming the group, by name
+    members: tuple[PodRow, ...]  # non-terminated pods naming the group, by name
 
     @property
     def workload(self) -> str:
         """The Workload the PodGroup was made from ("" when none is named)."""
-        spec = (self.pod_group or {}).get("spec") or {}
-        return str(((spec.get("podGroupTemplateRef") or {}).get("workload") or {})
-                   .get("workloadName") or "")
+        return self.pod_group.workload if self.pod_group is not None else ""
 
     @property
     def object_label(self) -> str:
@@ -50,19 +49,17 @@ class Gang:
         return f"{self.object_label}{workload}"
 
     @property
-    def bound(self) -> list[K8sObject]:
-        return [p for p in self.members if (p.get("spec") or {}).get("nodeName")]
+    def bound(self) -> list[PodRow]:
+        return [p for p in self.members if p.node]
 
     @property
     def complete(self) -> bool:
         return len(self.members) >= self.min_count
 
     @property
-    def scheduled_condition(self) -> Mapping[str, Any] | None:
+    def scheduled_condition(self) -> PodCondition | None:
         """The PodGroup's PodGroupScheduled condition, which kube-scheduler writes."""
-        return next((c for c in ((self.pod_group or {}).get("status") or {}).get("conditions")
-                     or [] if isinstance(c, Mapping) and c.get("type") == POD_GROUP_SCHEDULED),
-                    None)
+        return self.pod_group.scheduled if self.pod_group is not None else None
 
 
 def group_name(pod: Mapping[str, Any]) -> str:
@@ -70,26 +67,14 @@ def group_name(pod: Mapping[str, Any]) -> str:
     return str(((pod.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or "")
 
 
-def min_count(pod_group: Mapping[str, Any]) -> int:
-    """The gang policy's minCount; 0 for a basic policy or none."""
-    gang = ((pod_group.get("spec") or {}).get("schedulingPolicy") or {}).get("gang")
-    if not isinstance(gang, Mapping):
-        return 0
-    try:
-        return max(0, int(gang.get("minCount") or 0))
-    except (TypeError, ValueError):
-        return 0
-
-
-def gang_of(snapshot: Snapshot, pod: Mapping[str, Any]) -> Gang | None:
+def gang_of(rows: Rows, pod: PodRow) -> Gang | None:
     """The gang the pod belongs to; None when it joins no pod group."""
-    name = group_name(pod)
+    name = pod.scheduling_group
     if not name:
         return None
-    namespace = object_key(pod)[0]
-    pod_group = snapshot.gang_object("PodGroup", namespace, name)
-    return Gang(namespace, name, pod_group, min_count(pod_group) if pod_group else 0,
-                tuple(snapshot.pod_group_members(namespace, name)))
+    pod_group = rows.gang_object("PodGroup", pod.namespace, name)
+    return Gang(pod.namespace, name, pod_group, pod_group.min_count if pod_group else 0,
+                rows.pod_group_members(pod.namespace, name))
 
 
 def gang_pods(snapshot: Snapshot, kind: str, namespace: str, name: str) -> list[K8sObject]:

@@ -332,7 +332,10 @@ class Snapshot:
 
     def children(self, owner: Mapping[str, Any]) -> list[K8sObject]:
         """Workloads and pods whose ownerReferences name this object."""
-        uid = owner.get("metadata", {}).get("uid", "")
+        return self.children_of(owner.get("metadata", {}).get("uid", ""))
+
+    def children_of(self, uid: str) -> list[K8sObject]:
+        """Workloads and pods whose ownerReferences name the object of this uid."""
         return self._children_by_owner_uid.get(uid, []) if uid else []
 
     def namespace_objects(self, objects: Iterable[K8sObject], namespace: str) -> list[K8sObject]:
@@ -365,7 +368,7 @@ class NodesReadSnapshot(Snapshot):
     def pods_in(self, namespace: str) -> list[K8sObject]:
         raise PodsNotRead(None)
 
-    def children(self, owner: Mapping[str, Any]) -> list[K8sObject]:
+    def children_of(self, uid: str) -> list[K8sObject]:
         raise PodsNotRead(None)
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from rapidfuzz.distance import Levenshtein
 
-from scoring.objects import object_key
 from triage.refs import PodRef
-from triage.snapshot import Snapshot
+from triage.rows import Rows
 
 MAX_SUGGESTIONS = 3
 
@@ -16,7 +15,7 @@ def _limit(name: str) -> int:
     return max(1, (len(name) + 1) // 3)
 
 
-def closest_names(snapshot: Snapshot, ref: PodRef, limit: int = MAX_SUGGESTIONS) -> list[str]:
+def closest_names(rows: Rows, ref: PodRef, limit: int = MAX_SUGGESTIONS) -> list[str]:
     """Pods and workloads of the ref's namespace whose names are a few edits from the ref's
     name, nearest first (ties by name), as "ns/name".
 
@@ -24,8 +23,7 @@ def closest_names(snapshot: Snapshot, ref: PodRef, limit: int = MAX_SUGGESTIONS)
     front of a generated name.
     """
     namespace, typed = ref.namespace, ref.name
-    names = {object_key(p)[1] for p in snapshot.pods_in(namespace)}
-    names |= {object_key(w)[1] for w in snapshot.namespace_objects(snapshot.workloads, namespace)}
+    names = set(rows.names_in(namespace))
     names.discard(typed)
     cutoff = _limit(typed)
     ranked = []

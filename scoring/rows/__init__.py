@@ -1,6 +1,8 @@
-"""The rows the checks read: a pod, an event; built once per snapshot by ``triage.rows``."""
+"""The rows the checks read: pods, events, workloads, quotas and pod groups; built once per
+snapshot by ``triage.rows``."""
 
 from scoring.rows.events import EventRow
+from scoring.rows.objects import PodGroupRow, QuotaRow, WorkloadRow
 from scoring.rows.pods import (
     ContainerExit,
     ContainerState,
@@ -10,5 +12,5 @@ from scoring.rows.pods import (
     PodSpecFacts,
 )
 
-__all__ = ["ContainerExit", "ContainerState", "EventRow", "OwnerRef",
-           "PodCondition", "PodRow", "PodSpecFacts"]
+__all__ = ["ContainerExit", "ContainerState", "EventRow", "OwnerRef", "PodCondition",
+           "PodGroupRow", "PodRow", "PodSpecFacts", "QuotaRow", "WorkloadRow"]

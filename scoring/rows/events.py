@@ -18,7 +18,7 @@ class EventRow:
     message: str  # core/v1's message
     note: str  # events.k8s.io/v1's message
     component: str  # reportingComponent and source.component, space-separated
-    time: str  # the newest of its times, cut to the second (see ``triage.rows.event_time``)
+    time: str  # the newest of its times, cut to the second (``triage.snapshot.event_time``)
     event_name: str  # metadata.name: breaks ties in time
     count: int  # how many times it was seen (1 when the event does not say)
 

@@ -123,6 +123,10 @@ class PodSpecFacts:
     # effective request of each resource the pod names
     resources: frozenset[str]
     requests: Mapping[str, Decimal]
+    # what a ResourceQuota's scopes and limits.* keys read
+    priority_class: str = ""  # spec.priorityClassName
+    active_deadline: bool = False  # spec.activeDeadlineSeconds set (a Terminating scope)
+    limits: Mapping[str, Decimal] = field(default_factory=dict)  # cpu, memory, storage
 
     def request(self, resource: str) -> Decimal:
         return self.requests.get(resource, _ZERO)

@@ -9,7 +9,6 @@ from operator import attrgetter
 from scoring.events import scheduler_scores
 from scoring.hami import pick_order
 from scoring.nodetable import NodeInfo
-from scoring.objects import object_key
 from scoring.summary import proposal_summary
 from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from scoring.whole import gfd_devices, whole_gpu_score
@@ -37,7 +36,8 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
                 report.score = scheduler[report.name]
     evidence = finding.evidence + _preemption_evidence(subject, message, finding.cause)
     namespace, name = (pod.key if pod is not None else
-                       object_key(subject.workload) if subject.workload is not None else
+                       (subject.workload_row.namespace, subject.workload_row.name)
+                       if subject.workload_row is not None else
                        (subject.ref.namespace, subject.ref.name))
     return Verdict(
         ref=f"{namespace}/{name}" if kind == "Pod" else str(subject.ref),

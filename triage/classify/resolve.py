@@ -20,7 +20,7 @@ from triage.gangs import gang_of, gang_pods
 from triage.pods import effective_request, gpu_requests, named_resources
 from triage.refs import PodRef
 from triage.rows import spec_facts
-from triage.snapshot import WORKLOAD_KINDS, Snapshot, event_time
+from triage.snapshot import WORKLOAD_KINDS, Snapshot
 from triage.vocabulary import Cause
 
 _STATE_RANK = {"not created": 0, "not scheduled": 1, "node error": 2, "scheduled": 3}
@@ -37,7 +37,8 @@ def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFI
             Subject(snapshot, config, ref, None), "Pod")
     kind = str(workload.get("kind"))
     pods = (integrations.pods_of(workload, snapshot.pods_in(ref.namespace))
-            if integrations.job_kind(workload) else admission.workload_pods(snapshot, workload))
+            if integrations.job_kind(workload)
+            else admission.workload_pods(snapshot, snapshot.rows.workload_of(workload)))
     live = [p for p in pods if not is_terminated(p)] or pods
     subjects = [pod_subject(snapshot, config, ref, p) for p in live]
     admission_subject = _absent_subject(snapshot, config, ref, workload)
@@ -99,25 +100,23 @@ def _admission_pending(snapshot: Snapshot, workload: K8sObject, pods: list[K8sOb
     A ReplicaFailure condition says so now; a FailedCreate event counts only when it is newer
     than the newest pod (events linger for an hour after the cause is gone).
     """
-    newest_pod = max((p.get("metadata", {}).get("creationTimestamp", "") for p in pods),
-                     default="")
-    for rejection in admission.rejections(snapshot, workload):
+    rows = snapshot.rows
+    row = rows.workload_of(workload)
+    newest_pod = max((rows.row_of(p).created for p in pods), default="")
+    for rejection in admission.rejections(rows, row):
         if rejection.field.startswith("status.conditions"):
             return True
-    for owner in (workload, *[c for c in snapshot.children(workload)
-                              if c.get("kind") == "ReplicaSet"]):
-        namespace, name = object_key(owner)
-        for event in snapshot.events_for(str(owner.get("kind")), namespace, name):
+    for owner in (row, *rows.replicasets_of(row)):
+        for event in rows.events_for(owner.kind, owner.namespace, owner.name):
             # Same second counts: a rejection and its sibling pods are often created together.
-            if event.get("reason") == "FailedCreate" and event_time(event) >= newest_pod[:19]:
+            if event.reason == "FailedCreate" and event.time >= newest_pod[:19]:
                 return True
     live = [p for p in pods if not is_terminated(p)]
-    if len(live) < admission.wanted_pods(workload):
-        spec = admission.template_spec(workload)
-        runtime_class = spec.get("runtimeClassName")
-        return bool(admission.quota_shortfalls(snapshot, object_key(workload)[0], spec)) or (
-            bool(runtime_class)
-            and runtime_class not in admission.runtimeclass_names(snapshot))
+    if len(live) < row.wanted:
+        template = row.template
+        return bool(admission.quota_shortfalls(rows, row.namespace, template)) or (
+            bool(template.runtime_class)
+            and template.runtime_class not in admission.runtimeclass_names(rows))
     return False
 
 
@@ -133,7 +132,7 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                    spec=spec, row=row, facts=facts, events=events, gpu=gpu,
                    hami=hami_request(pod),
                    dra=_claim_set(snapshot, config, namespace, spec, pod, gpu),
-                   gang=gang_of(snapshot, pod))
+                   gang=gang_of(snapshot.rows, row))
 
 
 def _gpu_requests(facts: PodSpecFacts, config: TriageConfig) -> dict[str, int]:
@@ -156,7 +155,8 @@ def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                     workload: K8sObject) -> Subject:
     spec = _template_spec(workload, config)
     facts = spec_facts(spec)
-    return Subject(snapshot, config, ref, None, workload=workload, spec=spec, facts=facts,
+    return Subject(snapshot, config, ref, None, workload=workload, spec=spec,
+                   workload_row=snapshot.rows.workload_of(workload), facts=facts,
                    gpu=_gpu_requests(facts, config),
                    dra=_claim_set(snapshot, config, object_key(workload)[0], spec))
 

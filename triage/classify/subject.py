@@ -20,9 +20,8 @@ from scoring.gang import GangPlacement
 from scoring.hami import HamiNodeFit, HamiRequest
 from scoring.nodetable import HOSTNAME_LABEL, NodeInfo
 from scoring.objects import K8sObject
-from scoring.rows import EventRow, PodRow, PodSpecFacts
+from scoring.rows import EventRow, PodRow, PodSpecFacts, WorkloadRow
 from scoring.verdict import Evidence, NodeReport
-from triage import admission
 from triage.config import TriageConfig
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure
@@ -54,10 +53,11 @@ class Subject:
     config: TriageConfig
     ref: PodRef
     pod: K8sObject | None  # raw, for DRA's and Kueue's checks; the others read ``row``
-    workload: K8sObject | None = None
+    workload: K8sObject | None = None  # raw, as ``pod``; see ``workload_row``
     spec: dict[str, Any] = field(default_factory=dict)  # raw, as ``pod``; see ``facts``
     # the pod's row (None when it does not exist), its spec's (or its template's) facts
     row: PodRow | None = None
+    workload_row: WorkloadRow | None = None
     facts: PodSpecFacts = field(default_factory=lambda: spec_facts({}))
     events: Sequence[EventRow] = ()  # about this pod, newest first
     gpu: dict[str, int] = field(default_factory=dict)
@@ -140,8 +140,8 @@ class Subject:
     def label(self) -> str:
         if self.row is not None:
             return self.row.label
-        if self.workload is not None:
-            return admission.workload_label(self.workload)
+        if self.workload_row is not None:
+            return self.workload_row.label
         return str(self.ref)
 
     @property

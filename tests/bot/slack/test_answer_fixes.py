@@ -107,16 +107,16 @@ def test_pod_not_found_is_answered_privately(tmp_path: Path, slack: FakeSlack) -
     ("research/zzzzzzzz", []),
 ])
 def test_closest_names_in_the_namespace(typed: str, suggested: list[str]) -> None:
-    assert closest_names(Snapshot.from_dir(SEVEN_STATES), parse_ref(typed)) == suggested
+    assert closest_names(Snapshot.from_dir(SEVEN_STATES).rows, parse_ref(typed)) == suggested
 
 
 def test_closest_names_nearest_first_at_most_three() -> None:
     snapshot = Snapshot.from_dir(SEVEN_STATES)
-    assert closest_names(snapshot, parse_ref("research/bog")) == ["research/big"]
+    assert closest_names(snapshot.rows, parse_ref("research/bog")) == ["research/big"]
     pods = [{"kind": "Pod", "metadata": {"namespace": "lab", "name": name}}
             for name in ("job-1", "job-2", "job-3", "job-10", "jobs")]
     crowded = Snapshot(pods=pods)
-    assert closest_names(crowded, parse_ref("lab/job")) == ["lab/job-1", "lab/job-10",
+    assert closest_names(crowded.rows, parse_ref("lab/job")) == ["lab/job-1", "lab/job-10",
                                                             "lab/job-2"]
 
 

@@ -9,20 +9,20 @@ from triage.vocabulary import Cause
 
 
 def check_quota(subject: Subject) -> Finding | None:
-    if subject.workload is None:
+    workload = subject.workload_row
+    if workload is None:
         return None
-    workload = subject.workload
-    label = admission.workload_label(workload)
-    rejected = admission.quota_rejection(admission.rejections(subject.snapshot, workload))
+    label = workload.label
+    rejected = admission.quota_rejection(admission.rejections(subject.rows, workload))
     # From state only while the controller is trying to create pods (not suspended, not done).
-    shortfalls = admission.quota_shortfalls(subject.snapshot, subject.ref.namespace,
-                                            subject.spec) if admission.wanted_pods(workload) else []
+    shortfalls = admission.quota_shortfalls(subject.rows, subject.ref.namespace,
+                                            subject.facts) if workload.wanted else []
     if rejected is None and not shortfalls:
         return None
     evidence = []
     action_parts = []
     for short in shortfalls:
-        holders_text = ", ".join(admission.quota_holders(subject.snapshot, subject.ref.namespace,
+        holders_text = ", ".join(admission.quota_holders(subject.rows, subject.ref.namespace,
                                                          short.key)[:5]) or "no running pod"
         evidence.append(Evidence(f"ResourceQuota {short.quota}",
                                  f"status.hard/used[{short.key}]",
@@ -30,7 +30,7 @@ def check_quota(subject: Subject) -> Finding | None:
                                  f"one pod asks {num(short.asked)}"))
         action_parts.append(f"quota {short.quota} is full: {short.key} "
                             f"{num(short.used)}/{num(short.hard)} used ({holders_text}). "
-                            f"The {workload.get('kind')} asks {num(short.asked)} per pod")
+                            f"The {workload.kind} asks {num(short.asked)} per pod")
     if rejected is not None:
         rejection, parts = rejected
         evidence.append(Evidence(rejection.source, rejection.field, rejection.message))
@@ -46,15 +46,14 @@ def check_quota(subject: Subject) -> Finding | None:
 
 
 def check_runtimeclass(subject: Subject) -> Finding | None:
-    if subject.workload is None:
+    workload = subject.workload_row
+    if workload is None:
         return None
-    label = admission.workload_label(subject.workload)
-    rejected = admission.runtimeclass_rejection(
-        admission.rejections(subject.snapshot, subject.workload))
-    wanted = subject.spec.get("runtimeClassName")
-    existing = admission.runtimeclass_names(subject.snapshot)
-    missing_now = (bool(wanted) and wanted not in existing
-                   and admission.wanted_pods(subject.workload) > 0)
+    label = workload.label
+    rejected = admission.runtimeclass_rejection(admission.rejections(subject.rows, workload))
+    wanted = subject.facts.runtime_class
+    existing = admission.runtimeclass_names(subject.rows)
+    missing_now = bool(wanted) and wanted not in existing and workload.wanted > 0
     if rejected is None and not missing_now:
         return None
     name = rejected[1] if rejected is not None and not missing_now else str(wanted)
@@ -69,17 +68,16 @@ def check_runtimeclass(subject: Subject) -> Finding | None:
 
 
 def check_pod_not_found(subject: Subject) -> Finding:
-    if subject.workload is not None:
-        label = admission.workload_label(subject.workload)
-        spec = subject.workload.get("spec") or {}
-        if spec.get("suspend"):
+    if (workload := subject.workload_row) is not None:
+        label = workload.label
+        if workload.suspended:
             why, field, value = (f"{label} is suspended, so it has no pods: resume it, or wait "
                                  "for the queue controller that suspended it (e.g. Kueue) to "
                                  "admit it."), "spec.suspend", "true"
-        elif admission.wanted_pods(subject.workload) == 0:
+        elif workload.wanted == 0:
             why, field, value = (f"{label} wants no pods now (finished, or scaled to 0): "
                                  "check its status."), "spec / status", "0 pods wanted"
-        elif refused := admission.rejections(subject.snapshot, subject.workload):
+        elif refused := admission.rejections(subject.rows, workload):
             # Neither quota nor RuntimeClass (checked before): PodSecurity, a webhook, a
             # LimitRange ... The API server's own words say what to change.
             rejection = refused[0]
@@ -96,7 +94,7 @@ def check_pod_not_found(subject: Subject) -> Finding:
     from triage.suggest import closest_names  # the edit-distance library only for a typo
 
     ref = subject.ref
-    suggestions = closest_names(subject.snapshot, ref)
+    suggestions = closest_names(subject.rows, ref)
     meant = f"Did you mean {' or '.join(suggestions)}? " if suggestions else ""
     events = subject.rows.events_for("Pod", ref.namespace, ref.name)
     if events:

@@ -48,7 +48,7 @@ def check_node_runtime_error(subject: Subject) -> Finding | None:
                                 f"{node} is not Ready ({unready}): its kubelet is not "
                                 "starting pods")
     runtime_class = subject.facts.runtime_class
-    handler = subject.rows.runtime_handler(runtime_class) if runtime_class else None
+    handler = subject.rows.runtime_classes.get(runtime_class) if runtime_class else None
     if handler and node_row is not None:
         handlers = node_row.runtime_handlers
         if handlers and handler not in handlers:

@@ -13,7 +13,7 @@ rest to be created). GPU causes come first: these run after the per-pod GPU filt
 from __future__ import annotations
 
 from scoring.gang import GangPlacement, place_gang
-from scoring.objects import K8sObject, object_key
+from scoring.rows import WorkloadRow
 from scoring.verdict import Evidence, NodeReport
 from triage import admission
 from triage.classify.checks.selector import selector_text
@@ -105,10 +105,9 @@ def _evidence(subject: Subject, gang: Gang) -> list[Evidence]:
     condition = gang.scheduled_condition
     if condition is not None:
         found.append(Evidence(gang.object_label, "status.conditions[PodGroupScheduled]",
-                              " ".join(str(condition.get(k)) for k in ("status", "reason")
-                                       if condition.get(k))
-                              + (f": {condition['message']}" if condition.get("message")
-                                 else "")))
+                              " ".join(part for part in (condition.status, condition.reason)
+                                       if part)
+                              + (f": {condition.message}" if condition.message else "")))
     return found + scheduler_evidence(subject)
 
 
@@ -142,7 +141,7 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
     if placement.fit_now + bound >= gang.min_count:
         return None
     _show_gang_view(subject, placement)
-    members = {object_key(p) for p in gang.members}
+    members = {p.key for p in gang.members}
     resource = next(iter(subject.gpu))
     held = []
     evidence = _evidence(subject, gang)
@@ -192,7 +191,7 @@ def check_gang_incomplete(subject: Subject) -> Finding | None:
     """Fewer pods name the group than its minCount (or the group is missing): kube-scheduler
     keeps them out of its queue (GangScheduling PreEnqueue), writing no event, no condition."""
     gang = subject.gang
-    if gang is None or subject.pod is None:
+    if gang is None or subject.row is None:
         return None
     if gang.pod_group is None:
         return Finding(Cause.OTHER_CONSTRAINT,
@@ -204,7 +203,7 @@ def check_gang_incomplete(subject: Subject) -> Finding | None:
                                  f"{gang.name}: no such PodGroup")])
     if gang.complete:
         return None
-    names = ", ".join(object_key(p)[1] for p in gang.members[:6]) or "none"
+    names = ", ".join(p.name for p in gang.members[:6]) or "none"
     missing = gang.min_count - len(gang.members)
     why, evidence = _creation_blocked(subject, gang)
     return Finding(Cause.OTHER_CONSTRAINT,
@@ -221,11 +220,11 @@ def _creation_blocked(subject: Subject, gang: Gang) -> tuple[str, list[Evidence]
     workload's FailedCreate / ReplicaFailure, or a ResourceQuota one more pod would break."""
     owner = _owner(subject, gang)
     if owner is not None:
-        found = admission.rejections(subject.snapshot, owner)
+        found = admission.rejections(subject.rows, owner)
         if found:
             return (f" {found[0].source} cannot create them: {found[0].message}.",
                     [Evidence(found[0].source, found[0].field, found[0].message)])
-    short = admission.quota_shortfalls(subject.snapshot, gang.namespace, subject.spec)
+    short = admission.quota_shortfalls(subject.rows, gang.namespace, subject.facts)
     if short:
         first = short[0]
         return (f" ResourceQuota {first.quota} leaves no room for another: {first.key} hard "
@@ -235,14 +234,13 @@ def _creation_blocked(subject: Subject, gang: Gang) -> tuple[str, list[Evidence]
     return "", []
 
 
-def _owner(subject: Subject, gang: Gang) -> K8sObject | None:
+def _owner(subject: Subject, gang: Gang) -> WorkloadRow | None:
     """The workload (a Job, with WorkloadWithJob) that owns the gang's Workload or PodGroup."""
-    snapshot = subject.snapshot
-    workload = snapshot.gang_object("Workload", gang.namespace, gang.workload)
+    rows = subject.rows
+    workload = rows.gang_object("Workload", gang.namespace, gang.workload)
     for obj in (gang.pod_group, workload):
-        for reference in ((obj or {}).get("metadata") or {}).get("ownerReferences") or []:
-            found = snapshot.workload(str(reference.get("kind")), gang.namespace,
-                                      str(reference.get("name")))
+        for reference in obj.owners if obj is not None else ():
+            found = rows.workload(reference.kind, gang.namespace, reference.name)
             if found is not None:
                 return found
     return None

@@ -1,0 +1,208 @@
+"""The rows of a Snapshot, built as the checks ask for them and kept with it.
+
+Built lazily (``Snapshot.rows``): a node's pod rows when a check first asks for that node, as
+the Snapshot's indexes are, so a warm triage of a 5,000-node cluster builds the rows of the
+few nodes its answer describes. Per-node sums (requests, free GPUs, holders, HAMi usage) sit
+beside the node table's rows, worked out once per node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal
+from functools import cached_property
+
+from scoring.hami import HamiNodeFit, HamiRequest, Usage, device_usage, fit_registered
+from scoring.nodetable import NodeInfo
+from scoring.objects import K8sObject, object_key
+from scoring.rows import EventRow, PodGroupRow, PodRow, QuotaRow, WorkloadRow
+from triage.pods import Holdings
+from triage.rows.build import event_row, pod_row
+from triage.rows.objects import pod_group_row, quota_row, workload_row
+from triage.snapshot import Snapshot
+
+
+class Rows:
+    """The rows of one Snapshot, each built the first time a check asks for it."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+        self._by_object: dict[int, PodRow] = {}  # by the raw pod's id: each pod read once
+        self._on_node: dict[str, tuple[PodRow, ...]] = {}
+        self._holders: dict[tuple[str, str], tuple[tuple[PodRow, int], ...]] = {}
+        self._events: dict[tuple[str, str, str], tuple[EventRow, ...]] = {}
+        self._hami_usage: dict[str, Mapping[str, Usage]] = {}
+        self._hami_fits: dict[tuple[str, HamiRequest], HamiNodeFit] = {}
+        self._workloads: dict[int, WorkloadRow] = {}  # by the raw object's id, as pods
+        self._quotas: dict[str, tuple[QuotaRow, ...]] = {}
+
+    def _row(self, pod: K8sObject) -> PodRow:
+        # The Snapshot holds its pods for its whole life, so an id stays theirs.
+        row = self._by_object.get(id(pod))
+        if row is None:
+            row = self._by_object[id(pod)] = pod_row(pod)
+        return row
+
+    # -- nodes --------------------------------------------------------------------------
+
+    @property
+    def node_table(self) -> tuple[NodeInfo, ...]:
+        return self._snapshot.node_table
+
+    def node(self, name: str) -> NodeInfo | None:
+        return self._snapshot.node_info(name)
+
+    @property
+    def has_nodes(self) -> bool:
+        return bool(self._snapshot.nodes)
+
+    @property
+    def read_at(self) -> str:
+        """When the objects were read (RFC 3339), "" when unknown."""
+        return self._snapshot.read_at
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """Reads that failed but did not stop the triage, one sentence each."""
+        return self._snapshot.problems
+
+    # -- pods ---------------------------------------------------------------------------
+
+    def pod(self, namespace: str, name: str) -> PodRow | None:
+        found = self._snapshot.pod(namespace, name)
+        return self._row(found) if found is not None else None
+
+    def row_of(self, pod: K8sObject) -> PodRow:
+        """The row of a pod the Snapshot holds (a ref's own, read whole)."""
+        return self._row(pod)
+
+    def pods_on(self, node_name: str) -> tuple[PodRow, ...]:
+        """Every pod bound to the node, terminated ones included, by namespace and name."""
+        rows = self._on_node.get(node_name)
+        if rows is None:
+            rows = self._on_node[node_name] = tuple(
+                self._row(p) for p in self._snapshot.pods_on(node_name))
+        return rows
+
+    def pods_in(self, namespace: str) -> list[PodRow]:
+        return [self._row(p) for p in self._snapshot.pods_in(namespace)]
+
+    # -- per node, beside the node's row ------------------------------------------------
+
+    def requested_on(self, node_name: str) -> Mapping[str, Decimal]:
+        """The node's non-terminated pods' effective requests, summed, and their count as
+        "pods"."""
+        return self._snapshot.requested_on(node_name)
+
+    def free_gpus(self, node: NodeInfo, resource: str) -> int:
+        return self._snapshot.free_gpus(node, resource)
+
+    def room_on(self, node: NodeInfo) -> Mapping[str, Decimal]:
+        return self._snapshot.room_on(node)
+
+    def holdings_on(self, node_name: str) -> Holdings:
+        """What each namespace's non-terminated pods on the node hold of extended resources:
+        (summed request, pods)."""
+        return self._snapshot.holdings_on(node_name)
+
+    def holders_on(self, node_name: str, resource: str) -> tuple[tuple[PodRow, int], ...]:
+        """Non-terminated pods on the node holding the resource, with how much each holds."""
+        key = (node_name, resource)
+        held = self._holders.get(key)
+        if held is None:
+            held = self._holders[key] = tuple(
+                (row, amount) for row in self.pods_on(node_name)
+                if not row.terminated and (amount := int(row.request(resource))))
+        return held
+
+    def hami_usage(self, node_name: str, without: tuple[str, str] | None = None
+                   ) -> Mapping[str, Usage]:
+        """HAMi's device usage on the node (by card UUID), summed once over its pods;
+        ``without`` a pod (the bound pod judged with the usage before it: not kept)."""
+        if without is not None:
+            return device_usage(node_name, (p for p in self._snapshot.pods_on(node_name)
+                                            if object_key(p) != without))
+        usage = self._hami_usage.get(node_name)
+        if usage is None:
+            usage = self._hami_usage[node_name] = device_usage(
+                node_name, self._snapshot.pods_on(node_name))
+        return usage
+
+    def hami_fit(self, node: NodeInfo, request: HamiRequest,
+                 without: tuple[str, str] | None = None) -> HamiNodeFit | None:
+        """HAMi's fit of a request on the node (None: not registered with HAMi), worked out
+        once per snapshot: a job's replicas ask alike, and each of their triages judges
+        every node of the HAMi pool."""
+        registration = node.hami_registration
+        if registration is None:
+            return None
+        if without is not None:
+            return fit_registered(node.raw, registration,
+                                  self.hami_usage(node.name, without), request)
+        key = (node.name, request)
+        fit = self._hami_fits.get(key)
+        if fit is None:
+            fit = self._hami_fits[key] = fit_registered(node.raw, registration,
+                                                        self.hami_usage(node.name), request)
+        return fit
+
+    # -- what makes pods and limits them -----------------------------------------------
+
+    def workload(self, kind: str, namespace: str, name: str) -> WorkloadRow | None:
+        found = self._snapshot.workload(kind, namespace, name)
+        return self.workload_of(found) if found is not None else None
+
+    def workload_of(self, workload: K8sObject) -> WorkloadRow:
+        """The row of a workload the Snapshot holds."""
+        row = self._workloads.get(id(workload))
+        if row is None:
+            row = self._workloads[id(workload)] = workload_row(workload)
+        return row
+
+    def replicasets_of(self, workload: WorkloadRow) -> list[WorkloadRow]:
+        """A Deployment's ReplicaSets (none for any other kind)."""
+        if workload.kind != "Deployment" or not workload.uid:
+            return []
+        return [self.workload_of(c) for c in self._snapshot.children_of(workload.uid)
+                if c.get("kind") == "ReplicaSet"]
+
+    def quotas_in(self, namespace: str) -> tuple[QuotaRow, ...]:
+        quotas = self._quotas.get(namespace)
+        if quotas is None:
+            quotas = self._quotas[namespace] = tuple(quota_row(q) for q in (
+                self._snapshot.namespace_objects(self._snapshot.resourcequotas, namespace)))
+        return quotas
+
+    @cached_property
+    def runtime_classes(self) -> Mapping[str, str]:
+        """Each RuntimeClass's name, with the handler it names (the first of a name)."""
+        handlers: dict[str, str] = {}
+        for rc in self._snapshot.runtimeclasses:
+            handlers.setdefault(object_key(rc)[1], str(rc.get("handler", "")))
+        return handlers
+
+    def names_in(self, namespace: str) -> set[str]:
+        """The names of the namespace's pods and workloads."""
+        snapshot = self._snapshot
+        return {object_key(o)[1] for o in (*snapshot.pods_in(namespace), *(
+            snapshot.namespace_objects(snapshot.workloads, namespace)))}
+
+    def gang_object(self, kind: str, namespace: str, name: str) -> PodGroupRow | None:
+        """A scheduling.k8s.io PodGroup or Workload."""
+        found = self._snapshot.gang_object(kind, namespace, name)
+        return pod_group_row(found) if found is not None else None
+
+    def pod_group_members(self, namespace: str, group: str) -> tuple[PodRow, ...]:
+        """The non-terminated pods joining the PodGroup, by name."""
+        return tuple(self._row(p) for p in self._snapshot.pod_group_members(namespace, group))
+
+    # -- events -------------------------------------------------------------------------
+
+    def events_for(self, kind: str, namespace: str, name: str) -> tuple[EventRow, ...]:
+        """Events about one object, newest first."""
+        key = (kind, namespace, name)
+        rows = self._events.get(key)
+        if rows is None:
+            rows = self._events[key] = tuple(
+                event_row(e) for e in self._snapshot.events_for(kind, namespace, name))
+        return rows
