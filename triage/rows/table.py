@@ -14,9 +14,9 @@ from functools import cached_property
 
 from scoring.hami import HamiNodeFit, HamiRequest, Usage, device_usage, fit_registered
 from scoring.nodetable import NodeInfo
-from scoring.objects import K8sObject, object_key
+from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import EventRow, PodGroupRow, PodRow, QuotaRow, WorkloadRow
-from triage.pods import Holdings
+from triage.pods import Holdings, names_resource
 from triage.rows.build import event_row, pod_row
 from triage.rows.objects import pod_group_row, quota_row, workload_row
 from triage.snapshot import Snapshot
@@ -110,10 +110,26 @@ class Rows:
         key = (node_name, resource)
         held = self._holders.get(key)
         if held is None:
-            held = self._holders[key] = tuple(
-                (row, amount) for row in self.pods_on(node_name)
-                if not row.terminated and (amount := int(row.request(resource))))
+            # rows only for the pods naming the resource (a look at keys): an answer describes
+            # up to 50 nodes, most of whose pods ask for no GPU
+            found = []
+            for pod in self._snapshot.pods_on(node_name):
+                if not is_terminated(pod) and names_resource(pod.get("spec") or {}, resource):
+                    row = self._row(pod)
+                    if amount := int(row.request(resource)):
+                        found.append((row, amount))
+            held = self._holders[key] = tuple(found)
         return held
+
+    @cached_property
+    def binding_schedulers(self) -> frozenset[str]:
+        """The spec.schedulerName of every non-terminated pod bound to a node, worked out
+        once: a scheduler that bound pods runs. (By node: a watch cache's Snapshot holds the
+        bound pods in its per-node lists only.)"""
+        return frozenset(str((pod.get("spec") or {}).get("schedulerName") or "")
+                         for node in self.node_table
+                         for pod in self._snapshot.pods_on(node.name)
+                         if not is_terminated(pod))
 
     def hami_usage(self, node_name: str, without: tuple[str, str] | None = None
                    ) -> Mapping[str, Usage]:

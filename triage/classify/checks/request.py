@@ -10,13 +10,12 @@ from triage.vocabulary import Cause
 def check_no_gpu_request(subject: Subject) -> Finding | None:
     # A pod asking for GPUs through Dynamic Resource Allocation asks for GPUs.
     facts = subject.facts
-    # named, but only at 0: that asks for nothing
-    named = sorted(name for name in facts.resources if subject.config.is_gpu_related(name))
-    if any(facts.request(name) > 0 for name in named) or (
+    # the GPU resources the containers name; past this check, each only at 0 (asking none)
+    zero = sorted(name for name in facts.resources if subject.config.is_gpu_related(name))
+    if any(facts.request(name) > 0 for name in zero) or (
             subject.dra is not None and subject.dra.asks_gpu):
         return None
     where = f" It is bound to {facts.node}." if facts.node else ""
-    zero = named
     reason = (f"its containers name {', '.join(zero)} only with 0, which asks for none" if zero
               else "no container (init containers included) has a GPU in resources.limits")
     claims = facts.claims

@@ -59,6 +59,4 @@ def scheduler_serves(rows: Rows, scheduler: str) -> bool:
     no events to go by: nobody has scheduled the would-be pod yet.)"""
     if scheduler in ("", DEFAULT_SCHEDULER):
         return True
-    # by node: a watch cache's Snapshot holds the bound pods in its per-node lists only
-    return any(pod.scheduler == scheduler and not pod.terminated
-               for node in rows.node_table for pod in rows.pods_on(node.name))
+    return scheduler in rows.binding_schedulers
