@@ -330,10 +330,6 @@ class Snapshot:
     def workload(self, kind: str, namespace: str, name: str) -> K8sObject | None:
         return self._workloads_by_key.get((kind, namespace, name))
 
-    def children(self, owner: Mapping[str, Any]) -> list[K8sObject]:
-        """Workloads and pods whose ownerReferences name this object."""
-        return self.children_of(owner.get("metadata", {}).get("uid", ""))
-
     def children_of(self, uid: str) -> list[K8sObject]:
         """Workloads and pods whose ownerReferences name the object of this uid."""
         return self._children_by_owner_uid.get(uid, []) if uid else []
