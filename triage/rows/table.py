@@ -8,7 +8,7 @@ beside the node table's rows, worked out once per node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from functools import cached_property
 
@@ -35,6 +35,16 @@ class Rows:
         self._hami_fits: dict[tuple[str, HamiRequest], HamiNodeFit] = {}
         self._workloads: dict[int, WorkloadRow] = {}  # by the raw object's id, as pods
         self._quotas: dict[str, tuple[QuotaRow, ...]] = {}
+        # The per-node sums are the Snapshot's own indexes (the watch cache keeps them current
+        # per event), handed on as they are: the funnel asks them of every node.
+        # requested_on: the node's non-terminated pods' effective requests summed, their
+        # count as "pods"; free_gpus: allocatable less that, in whole GPUs; room_on: the same
+        # for every resource whose allocatable parses; holdings_on: per namespace, (summed
+        # request, pods) of each extended resource.
+        self.requested_on: Callable[[str], Mapping[str, Decimal]] = snapshot.requested_on
+        self.free_gpus: Callable[[NodeInfo, str], int] = snapshot.free_gpus
+        self.room_on: Callable[[NodeInfo], Mapping[str, Decimal]] = snapshot.room_on
+        self.holdings_on: Callable[[str], Holdings] = snapshot.holdings_on
 
     def _row(self, pod: K8sObject) -> PodRow:
         # The Snapshot holds its pods for its whole life, so an id stays theirs.
@@ -88,22 +98,6 @@ class Rows:
         return [self._row(p) for p in self._snapshot.pods_in(namespace)]
 
     # -- per node, beside the node's row ------------------------------------------------
-
-    def requested_on(self, node_name: str) -> Mapping[str, Decimal]:
-        """The node's non-terminated pods' effective requests, summed, and their count as
-        "pods"."""
-        return self._snapshot.requested_on(node_name)
-
-    def free_gpus(self, node: NodeInfo, resource: str) -> int:
-        return self._snapshot.free_gpus(node, resource)
-
-    def room_on(self, node: NodeInfo) -> Mapping[str, Decimal]:
-        return self._snapshot.room_on(node)
-
-    def holdings_on(self, node_name: str) -> Holdings:
-        """What each namespace's non-terminated pods on the node hold of extended resources:
-        (summed request, pods)."""
-        return self._snapshot.holdings_on(node_name)
 
     def holders_on(self, node_name: str, resource: str) -> tuple[tuple[PodRow, int], ...]:
         """Non-terminated pods on the node holding the resource, with how much each holds."""
