@@ -94,8 +94,7 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
     "triage/classify/subject.py": dict.fromkeys(
         ("K8sObject", "raw import"),
         "the Subject carries the raw pod and Snapshot for DRA's and Kueue's checks"),
-    # -- DRA and Kueue, being moved onto rows on their own (scoring/dra/, checks/dra*.py,
-    # checks/queue.py); until then their entry points take the raw Node
+    # -- DRA, being moved onto rows on its own: until then its entry points take the Node
     "scoring/cel/selector.py": {".raw": "DRA's CEL over a device's attributes"},
     "triage/classify/checks/gpu.py": {".raw": "ClaimSet.serves / Inventory.devices_for "
                                                "take the Node"},
@@ -110,8 +109,10 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
     "triage/classify/where.py": dict.fromkeys(
         ("K8sObject", "raw import"), "writes the would-be pod into a Snapshot of its own"),
 }
+# DRA's and Kueue's modules (scoring/dra/, checks/dra*.py, checks/queue*.py) are moved onto
+# rows on their own (Kueue's: tests/triage/test_queue_rows_layout.py)
 RAW_OWNED_ELSEWHERE = ("scoring/dra/", "triage/classify/checks/dra",
-                       "triage/classify/checks/queue.py")
+                       "triage/classify/checks/queue")
 
 
 def _funnel_modules() -> list[Path]:
