@@ -105,8 +105,7 @@ def main() -> None:
     started = time.perf_counter()
     selector = compile_selector(SELECTOR)
     compile_ms = (time.perf_counter() - started) * 1000
-    device = device_variable("gpu.nvidia.com", snapshot.dra_inventory(
-        ("gpu.nvidia.com",)).slices[0]["spec"]["devices"][0])
+    device = device_variable(snapshot.dra_inventory(("gpu.nvidia.com",)).slices[0].devices[0])
     started = time.perf_counter()
     for _ in range(200):
         selector._evaluate(device.cel)

@@ -15,6 +15,7 @@ from celpy.evaluation import CELEvalError, CELUnsupportedError
 
 from scoring.cel.error import SelectorError
 from scoring.cel.library import KUBERNETES_FUNCTIONS, Quantity, Semver
+from scoring.cel.values import AttributeValue, CelDevice, Version
 from scoring.quantity import QuantityError
 
 # A read of the device variable: the path of keys, e.g. ("capacity", "gpu.nvidia.com", "memory").
@@ -205,7 +206,7 @@ def _reason(error: BaseException) -> str:
 
 
 class DeviceVariable:
-    """The ``device`` CEL variable for one ResourceSlice device, built only when needed.
+    """The ``device`` CEL variable for one device row, built only when needed.
 
     Attribute and capacity names may be qualified (``domain/name``); unqualified ones belong to
     the slice's driver, so ``productName`` is ``device.attributes["gpu.nvidia.com"].productName``.
@@ -213,18 +214,21 @@ class DeviceVariable:
     (``cel``) is built for a real evaluation.
     """
 
-    def __init__(self, driver: str, device: Mapping[str, Any]) -> None:
+    def __init__(self, driver: str, attributes: Mapping[str, AttributeValue],
+                 quantities: Mapping[str, str], shared: bool) -> None:
         self.driver = driver
-        self.raw = device
+        self._published: dict[str, Mapping[str, Any]] = {"attributes": attributes,
+                                                         "capacity": quantities}
+        self._shared = shared
         self._values: dict[Path, Any] = {}
         self._cel: celtypes.MapType | None = None
         self._by_domain: dict[str, dict[str, dict[str, Any]]] = {}
 
     def _grouped(self, section: str) -> dict[str, dict[str, Any]]:
-        """Raw attribute / capacity values by domain, then name (converted on read)."""
+        """Attribute values / capacity texts by domain, then name (converted on read)."""
         if section not in self._by_domain:
             grouped: dict[str, dict[str, Any]] = {}
-            for name, value in (self.raw.get(section) or {}).items():
+            for name, value in self._published[section].items():
                 domain, ident = _qualified(str(name), self.driver)
                 grouped.setdefault(domain, {})[ident] = value
             self._by_domain[section] = grouped
@@ -259,16 +263,14 @@ class DeviceVariable:
     def _top(self, key: str) -> Any:
         if key == "driver":
             return celtypes.StringType(self.driver)
-        return celtypes.BoolType(bool(self.raw.get("allowMultipleAllocations")))
+        return celtypes.BoolType(self._shared)
 
     @staticmethod
-    def _section(section: str, raw: Mapping[str, Any]) -> dict[str, Any]:
+    def _section(section: str, published: Mapping[str, Any]) -> dict[str, Any]:
         if section == "attributes":
-            return {name: _attribute_value(value) for name, value in raw.items()}
+            return {name: _attribute_value(value) for name, value in published.items()}
         converted = {}
-        for name, value in raw.items():
-            text = str((value or {}).get("value", "")) if isinstance(value, dict) else str(
-                value)
+        for name, text in published.items():
             try:
                 converted[name] = Quantity(text)
             except QuantityError:
@@ -283,15 +285,15 @@ class DeviceVariable:
                 celtypes.StringType("allowMultipleAllocations"): self._top(
                     "allowMultipleAllocations"),
                 **{celtypes.StringType(section): _nested({
-                    domain: self._section(section, raw)
-                    for domain, raw in self._grouped(section).items()
-                    if self._section(section, raw)}) for section in ("attributes", "capacity")},
+                    domain: self._section(section, values)
+                    for domain, values in self._grouped(section).items()
+                    if self._section(section, values)}) for section in ("attributes", "capacity")},
             })
         return self._cel
 
 
-def device_variable(driver: str, device: Mapping[str, Any]) -> DeviceVariable:
-    return DeviceVariable(driver, device)
+def device_variable(device: CelDevice) -> DeviceVariable:
+    return DeviceVariable(device.driver, device.attributes, device.quantities, device.shared)
 
 
 def _qualified(name: str, driver: str) -> tuple[str, str]:
@@ -299,19 +301,17 @@ def _qualified(name: str, driver: str) -> tuple[str, str]:
     return (domain, ident) if slash else (driver, name)
 
 
-def _attribute_value(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return celtypes.StringType(str(value))
-    if "int" in value:
-        return celtypes.IntType(int(value["int"]))
-    if "bool" in value:
-        return celtypes.BoolType(bool(value["bool"]))
-    if "version" in value:
+def _attribute_value(value: AttributeValue) -> Any:
+    if isinstance(value, bool):
+        return celtypes.BoolType(value)
+    if isinstance(value, int):
+        return celtypes.IntType(value)
+    if isinstance(value, Version):
         try:
-            return Semver(str(value["version"]))
+            return Semver(value.text)
         except ValueError:
-            return celtypes.StringType(str(value["version"]))
-    return celtypes.StringType(str(value.get("string", "")))
+            return celtypes.StringType(value.text)
+    return celtypes.StringType(value)
 
 
 def _nested(by_domain: Mapping[str, Mapping[str, Any]]) -> celtypes.MapType:

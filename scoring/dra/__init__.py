@@ -10,11 +10,22 @@ node how far the pod's requests get: the first failing stage of
 for all requests of all the pod's claims together (they must fit on one node, on distinct
 devices). A selector that cannot be evaluated leaves the node ``unevaluated``: never a guess.
 
-``model``: devices, claims, requests and per-node fits as data; ``inventory``: the objects
-indexed once per snapshot; ``fit``: one node; ``capacity``: shared devices (consumable
-capacity); ``binding``: binding conditions; ``taint_rules``: DeviceTaintRules.
+``build``: the one step that reads the API objects, into ``rows`` (devices, claims,
+classes, a pod's claim references), once per snapshot; ``inventory``: the rows indexed;
+``model``: claims resolved, requests and per-node fits as data; ``fit``: one node;
+``capacity``: shared devices (consumable capacity); ``binding``: binding conditions;
+``taint_rules``: DeviceTaintRules, applied while the rows are built.
 """
 
+from scoring.dra.build import (
+    IMPLICIT_EXTENDED_PREFIX,
+    device_row,
+    dra_rows,
+    pod_claim_refs,
+    request_policy,
+    serves_extended,
+    slice_devices,
+)
 from scoring.dra.inventory import (
     ClaimSet,
     Inventory,
@@ -24,19 +35,25 @@ from scoring.dra.model import (
     DEVICE_UNFIT,
     DRA_HOLDERS,
     EXHAUSTED,
-    IMPLICIT_EXTENDED_PREFIX,
     NO_DEVICE,
     STAGES,
     TOO_LARGE,
     UNEVALUATED,
-    Alternative,
     NodeFit,
     PodClaim,
-    Request,
     RequestOutcome,
-    SliceDevice,
     allocated_node_names,
-    serves_extended,
+)
+from scoring.dra.rows import (
+    AllocationResult,
+    Alternative,
+    ClaimRow,
+    DeviceClassRow,
+    DraRows,
+    PodClaimRefs,
+    Request,
+    SliceDevice,
+    SliceRow,
 )
 
 __all__ = [
@@ -49,14 +66,25 @@ __all__ = [
     "STAGES",
     "TOO_LARGE",
     "UNEVALUATED",
+    "AllocationResult",
     "Alternative",
+    "ClaimRow",
     "ClaimSet",
+    "DeviceClassRow",
+    "DraRows",
     "Inventory",
     "NodeFit",
     "PodClaim",
+    "PodClaimRefs",
     "Request",
     "RequestOutcome",
     "SliceDevice",
+    "SliceRow",
     "allocated_node_names",
+    "device_row",
+    "dra_rows",
+    "pod_claim_refs",
+    "request_policy",
     "serves_extended",
+    "slice_devices",
 ]

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from scoring.dra.inventory import Inventory
 from scoring.dra.model import PodClaim, allocated_node_names
-from scoring.objects import object_key
+from scoring.dra.rows import Condition, PodClaimRefs
 
 
 @dataclass(frozen=True)
@@ -26,48 +25,40 @@ class Binding:
     drivers: tuple[str, ...]
 
 
-def binding(inventory: Inventory, claims: list[PodClaim], pod: Mapping[str, Any]
+def binding(inventory: Inventory, claims: list[PodClaim], pod: PodClaimRefs
             ) -> Binding | None:
     """How far the scheduler is in binding the pod to the devices it allocated, read from the
     claims (status.allocation, status.reservedFor, status.devices[].conditions) and the
     devices' bindingConditions / bindingFailureConditions; None unless every claim is
     allocated and reserved for this pod."""
-    uid = (pod.get("metadata") or {}).get("uid")
-    name = object_key(pod)[1]
-    if not claims or any(c.claim is None or c.allocated_nodes is None for c in claims):
+    rows = [c.claim for c in claims if c.claim is not None and c.allocated_nodes is not None]
+    if not claims or len(rows) < len(claims):
         return None
-    for claim in claims:
-        reserved = (claim.claim or {}).get("status", {}).get("reservedFor") or []
-        if not any(isinstance(r, Mapping) and (r.get("uid") == uid if uid and r.get("uid")
-                                               else r.get("name") == name) for r in reserved):
+    for row in rows:
+        if not any(r.uid == pod.uid if pod.uid and r.uid else r.name == pod.name
+                   for r in row.reserved_for):
             return None
     devices, waiting, failed, drivers = [], [], [], []
-    for claim in claims:
-        statuses = {(str(d.get("driver", "")), str(d.get("pool", "")), str(d.get("device", ""))):
-                    {str(c.get("type")): c for c in d.get("conditions") or []
-                     if isinstance(c, Mapping)}
-                    for d in (claim.claim or {}).get("status", {}).get("devices") or []
-                    if isinstance(d, Mapping)}
+    for claim, row in zip(claims, rows, strict=True):
         for key in claim.allocated_devices:
             devices.append(f"claim {claim.label}: {key[2]}")
             drivers.append(key[0])
             published = inventory.device(key)
-            raw = published.raw if published is not None else {}
-            conditions = statuses.get(key, {})
-            for wanted in raw.get("bindingFailureConditions") or []:
-                if (conditions.get(str(wanted)) or {}).get("status") == "True":
-                    failed.append(f"{key[2]}: {_condition(str(wanted), conditions)}")
-            for wanted in raw.get("bindingConditions") or []:
-                if (conditions.get(str(wanted)) or {}).get("status") != "True":
-                    waiting.append(f"{key[2]}: {_condition(str(wanted), conditions)}")
+            conditions = row.conditions.get(key, {})
+            for wanted in published.binding_failure_conditions if published else ():
+                if (found := conditions.get(wanted)) is not None and found.status == "True":
+                    failed.append(f"{key[2]}: {_condition(wanted, conditions)}")
+            for wanted in published.binding_conditions if published else ():
+                if (found := conditions.get(wanted)) is None or found.status != "True":
+                    waiting.append(f"{key[2]}: {_condition(wanted, conditions)}")
     nodes = tuple(dict.fromkeys(n for c in claims for n in allocated_node_names(c)))
     return Binding(nodes, tuple(devices), tuple(waiting), tuple(failed),
                    tuple(dict.fromkeys(drivers)))
 
 
-def _condition(kind: str, conditions: Mapping[str, Mapping[str, Any]]) -> str:
+def _condition(kind: str, conditions: Mapping[str, Condition]) -> str:
     found = conditions.get(kind)
     if found is None:
         return f"{kind} (not reported yet)"
-    detail = ": ".join(str(x) for x in (found.get("reason"), found.get("message")) if x)
-    return f"{kind} ({found.get('status')}{': ' + detail if detail else ''})"
+    detail = ": ".join(x for x in (found.reason, found.message) if x)
+    return f"{kind} ({found.status}{': ' + detail if detail else ''})"

@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from scoring.objects import K8sObject, object_key
 from scoring.quantity import QuantityError, parse_quantity
 from scoring.verdict import Device
 
-DeviceKey = tuple[str, str, str]  # driver, pool, device (as allocation results name it)
+if TYPE_CHECKING:
+    from scoring.dra.rows import ClaimRow, DeviceKey, SliceDevice
+
 _ZERO = Decimal(0)
 
 # A device's capacity against one request, the first that holds.
@@ -58,19 +59,6 @@ class RequestPolicy:
     step: Decimal | None = None
     valid_values: tuple[Decimal, ...] = ()
 
-    @classmethod
-    def parse(cls, raw: Any) -> RequestPolicy | None:
-        if not isinstance(raw, Mapping):
-            return None
-        found = raw.get("validRange")
-        valid_range: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-        values = tuple(sorted(v for v in (amount(x) for x in raw.get("validValues") or [])
-                              if v is not None))
-        return cls(amount(raw["default"]) if "default" in raw else None,
-                   amount(valid_range.get("min")) if "min" in valid_range else None,
-                   amount(valid_range.get("max")) if "max" in valid_range else None,
-                   amount(valid_range.get("step")) if "step" in valid_range else None, values)
-
     def applied(self, asked: Decimal) -> Decimal | None:
         """What the allocator consumes for ``asked``: rounded up to a valid amount; None when
         no valid amount is that large."""
@@ -100,24 +88,11 @@ class RequestPolicy:
 
 @dataclass(frozen=True)
 class Capacity:
+    """One readable capacity a device publishes, with its request policy."""
+
     name: str
     total: Decimal
     policy: RequestPolicy | None
-
-
-def device_capacities(device: Mapping[str, Any]) -> dict[str, Capacity]:
-    """A published device's capacities by name (unreadable ones left out)."""
-    found = {}
-    for name, raw in (device.get("capacity") or {}).items():
-        total = amount((raw or {}).get("value")) if isinstance(raw, Mapping) else None
-        if total is not None:
-            found[str(name)] = Capacity(str(name), total,
-                                        RequestPolicy.parse(raw.get("requestPolicy")))
-    return found
-
-
-def shared(device: Mapping[str, Any]) -> bool:
-    return device.get("allowMultipleAllocations") is True
 
 
 def _named(capacities: Mapping[str, Capacity], name: str, driver: str) -> Capacity | None:
@@ -139,24 +114,13 @@ class Share:
 class SharedUsage:
     """What the allocated claims consume of each shared device, by device."""
 
-    def __init__(self, claims: Iterable[K8sObject]) -> None:
+    def __init__(self, claims: Iterable[ClaimRow]) -> None:
         self._shares: dict[DeviceKey, list[Share]] = {}
         for claim in claims:
-            namespace, name = object_key(claim)
-            status = claim.get("status") or {}
-            pods = tuple(f"{namespace}/{r.get('name')}" for r in status.get("reservedFor") or []
-                         if isinstance(r, Mapping) and r.get("resource", "pods") == "pods")
-            results = (((status.get("allocation") or {}).get("devices") or {}).get("results")
-                       or [])
-            for result in results:
-                if not isinstance(result, Mapping) or "consumedCapacity" not in result:
-                    continue
-                consumed = {str(k): v for k, raw in (result.get("consumedCapacity") or {}).items()
-                            if (v := amount(raw)) is not None}
-                key = (str(result.get("driver", "")), str(result.get("pool", "")),
-                       str(result.get("device", "")))
-                self._shares.setdefault(key, []).append(
-                    Share(f"{namespace}/{name}", pods, consumed))
+            for result in claim.results:
+                if result.consumed is not None:
+                    self._shares.setdefault(result.device, []).append(
+                        Share(claim.label, claim.pods, result.consumed))
 
     def shares(self, key: DeviceKey, own: Iterable[str] = ()) -> list[Share]:
         """The allocations sharing the device, less the pod's own claims."""
@@ -180,13 +144,13 @@ class CapacityFit:
         return self.totals.get(name, _ZERO) - self.used.get(name, _ZERO)
 
 
-def judge(device: Mapping[str, Any], driver: str, asked: Mapping[str, Decimal],
-          shares: list[Share]) -> CapacityFit:
+def judge(device: SliceDevice, asked: Mapping[str, Decimal], shares: list[Share]
+          ) -> CapacityFit:
     """How the request's capacity (``asked``, by name) fares on a device."""
-    capacities = device_capacities(device)
+    capacities = device.capacity
     named: dict[str, tuple[Capacity, Decimal]] = {}
     for name, wanted in asked.items():
-        capacity = _named(capacities, name, driver)
+        capacity = _named(capacities, name, device.driver)
         if capacity is None:
             return CapacityFit(LACKS, f"publishes no (readable) capacity {name}")
         named[capacity.name] = (capacity, wanted)
@@ -195,7 +159,7 @@ def judge(device: Mapping[str, Any], driver: str, asked: Mapping[str, Decimal],
         if wanted > capacity.total:
             return CapacityFit(TOO_SMALL, f"{capacity.name} {quantity_text(capacity.total)} < "
                                f"{quantity_text(wanted)} asked", totals=totals)
-    if not shared(device):
+    if not device.shared:
         return CapacityFit(None, "taken whole", totals=totals)
     consumed: dict[str, Decimal] = {}
     for capacity in capacities.values():
@@ -233,28 +197,20 @@ def judge(device: Mapping[str, Any], driver: str, asked: Mapping[str, Decimal],
     return fit
 
 
-def capacity_requests(spec: Mapping[str, Any]) -> tuple[tuple[str, Decimal], ...]:
-    """A request's ``capacity.requests`` (exactly or a firstAvailable entry), by name."""
-    requests = ((spec.get("capacity") or {}).get("requests") or {}) if isinstance(
-        spec.get("capacity"), Mapping) else {}
-    return tuple((str(name), value) for name, raw in sorted(requests.items())
-                 if (value := amount(raw)) is not None)
-
-
-def usage_text(device: Mapping[str, Any], shares: list[Share]) -> str:
+def usage_text(device: SliceDevice, shares: list[Share]) -> str:
     """"shared: memory 70Gi/80Gi used by claims a, b" for "show devices"."""
     used: dict[str, Decimal] = {}
     for share in shares:
         for name, value in share.consumed.items():
             used[name] = used.get(name, _ZERO) + value
     parts = [f"{c.name} {quantity_text(used.get(c.name, _ZERO))}/{quantity_text(c.total)}"
-             for c in device_capacities(device).values()]
+             for c in device.capacity.values()]
     claims = ", ".join(s.claim for s in shares)
     return (f"shared: {', '.join(parts) or 'no capacity'} used"
             + (f" by claims {claims}" if claims else ", no claim on it"))
 
 
-def shared_device_row(device: Mapping[str, Any], shares: list[Share], failed: CapacityFit | None,
+def shared_device_row(device: SliceDevice, shares: list[Share], failed: CapacityFit | None,
                       code: str | None, row: Device) -> Device:
     """A shared device as "show devices" lists it (``row`` has its name, index, type, total):
     the memory used of the total and every claim sharing it; the code is why this pod's

@@ -13,7 +13,6 @@ from scoring.dra.capacity import (
     USED_UP,
     CapacityFit,
     judge,
-    shared,
     shared_device_row,
 )
 from scoring.dra.model import (
@@ -26,35 +25,24 @@ from scoring.dra.model import (
     TOO_LARGE,
     UNEVALUATED,
     ZERO,
-    Alternative,
-    DeviceKey,
     Holder,
     NodeFit,
     PodClaim,
-    Request,
     RequestOutcome,
-    SliceDevice,
     allocated_node_names,
     assign,
-    blocking_device_taints,
-    counter_consumption,
-    device_index,
-    device_uuid,
     holders_text,
     mib,
-    node_selected,
     products,
     untolerated_device_taints,
 )
-from scoring.nodes import (
-    node_name,
-    taint_text,
-)
-from scoring.objects import K8sObject
+from scoring.dra.rows import Alternative, DeviceKey, Request, SliceDevice
+from scoring.nodes import taint_text
 from scoring.verdict import Device
 
 if TYPE_CHECKING:
     from scoring.dra.inventory import Inventory
+    from scoring.nodetable import NodeInfo
 
 # Per-node stages, in funnel order. CLAIM_ELSEWHERE: an allocated claim of the pod is bound
 # to other nodes (the scheduler: "resourceclaim not available on the node").
@@ -67,7 +55,7 @@ def counted_out(inventory: Inventory, free: list[SliceDevice], needed: int
     is held by a claim that consumes its counters (the partitions of one physical GPU)."""
     left = {key: dict(counters) for key, counters in inventory.counters_left.items()}
     out, fitted = [], 0
-    consuming = [(device, counter_consumption(device)) for device in free]
+    consuming = [(device, device.consumes) for device in free]
     consuming.sort(key=lambda pair: sum(
         (amount for _, amounts in pair[1] for amount in amounts.values()), ZERO))
     for device, consumption in consuming:
@@ -93,12 +81,12 @@ def counted_out(inventory: Inventory, free: list[SliceDevice], needed: int
 # -- one node --------------------------------------------------------------------------
 
 
-def fit_claims(inventory: Inventory, claims: list[PodClaim], node: K8sObject) -> NodeFit:
+def fit_claims(inventory: Inventory, claims: list[PodClaim], node: NodeInfo) -> NodeFit:
     """The first failing stage for all the claims together on this node."""
-    name = node_name(node)
+    name = node.name
     devices = inventory.devices_for(node)
     for claim in claims:
-        if claim.allocated_nodes is not None and node_selected(claim.allocated_nodes, node):
+        if claim.allocated_nodes is not None and claim.allocated_nodes.selects(node):
             continue
         if claim.allocated_nodes is not None:
             where = ", ".join(allocated_node_names(claim)) or (
@@ -181,8 +169,8 @@ def _alternative_outcome(inventory: Inventory, request: Request, alternative: Al
                               f"({' && '.join(alternative.selectors)})", alternative,
                               of_class)
     capacity: list[tuple[SliceDevice, CapacityFit]] = []
-    if alternative.capacity or any(shared(d.raw) for d in matching):
-        capacity = [(d, judge(d.raw, d.driver, dict(alternative.capacity),
+    if alternative.capacity or any(d.shared for d in matching):
+        capacity = [(d, judge(d, dict(alternative.capacity),
                               inventory.shared_usage.shares(d.key))) for d in matching]
         eligible = [(d, f) for d, f in capacity if f.failure not in (LACKS, REFUSED)]
         large = [d for d, f in eligible if f.failure != TOO_SMALL]
@@ -212,7 +200,7 @@ def _alternative_outcome(inventory: Inventory, request: Request, alternative: Al
         matching = usable
     held = [(d, inventory.taken[d.key]) for d in matching
             if d.key in inventory.taken and d.key not in own and not alternative.admin
-            and not d.raw.get("allowMultipleAllocations")]
+            and not d.shared]
     held += [(d, Holder(", ".join(s.claim for s in f.shares),
                         tuple(p for s in f.shares for p in s.pods)))
              for d, f in capacity if f.failure == USED_UP and d in matching]
@@ -283,24 +271,27 @@ def device_rows(inventory: Inventory, fit: NodeFit) -> list[Device]:
                             else f"fails {expression}")
                     break
         if code is None:
-            taints = [taint_text(t) for t in blocking_device_taints(device)]
+            taints = [taint_text(t) for t in device.taints]
             code = f"tainted {', '.join(taints)}" if taints else None
-        if shared(device.raw):
+        if device.shared:
             failed = next((f for o in outcomes for d, f in o.capacity
                            if d.key == device.key and f.failure is not None), None)
             rows.append(shared_device_row(
-                device.raw, inventory.shared_usage.shares(device.key), failed, code,
-                Device(uuid=device_uuid(device), index=device_index(device, position),
+                device, inventory.shared_usage.shares(device.key), failed, code,
+                Device(uuid=device.uuid, index=_index(device, position),
                        type=device.product, memory_total=mib(device.memory),
                        holder_source=DRA_HOLDERS)))
             continue
         if code is None and holder is not None:
             code = (f"its shared counters are used by {holder.claim}"
                     if device.key in counted_out else f"allocated to {holder.claim}")
-        rows.append(Device(uuid=device_uuid(device), index=device_index(device, position),
+        rows.append(Device(uuid=device.uuid, index=_index(device, position),
                            type=device.product, memory_total=mib(device.memory),
                            holders=list(holder.pods or (f"claim {holder.claim}",))
                            if holder else [], code=code, holder_source=DRA_HOLDERS))
     return rows
 
 
+def _index(device: SliceDevice, position: int) -> int:
+    """The GPU's index as the driver publishes it, else its place in the list."""
+    return device.index if device.index is not None else position

@@ -10,6 +10,7 @@ import pytest
 from scoring.cel.error import SelectorError
 from scoring.cel.library import Quantity, Semver
 from scoring.cel.selector import compile_selector, device_variable
+from scoring.dra import device_row, slice_devices
 from tests.paths import FIXTURES
 
 DRA = FIXTURES / "scenarios" / "dra-basics" / "dra.json"
@@ -24,13 +25,13 @@ def _slice(name_prefix: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def a100() -> Any:
     resource_slice = _slice("dra-a100-1")
-    return device_variable(resource_slice["spec"]["driver"], resource_slice["spec"]["devices"][1])
+    return device_variable(slice_devices(resource_slice)[1])
 
 
 @pytest.fixture(scope="module")
 def l4() -> Any:
     resource_slice = _slice("dra-l4-1")
-    return device_variable(resource_slice["spec"]["driver"], resource_slice["spec"]["devices"][0])
+    return device_variable(slice_devices(resource_slice)[0])
 
 
 def _holds(expression: str, device: Any) -> bool:
@@ -107,12 +108,12 @@ def test_unevaluable_expressions_raise_with_the_reason(expression: str, reason: 
 
 
 def test_qualified_names_and_defaults() -> None:
-    device = device_variable("gpu.example.com", {
+    device = device_variable(device_row({
         "name": "d0",
         "attributes": {"model": {"string": "X1"}, "pci.example.org/slot": {"int": 3},
                        "fw": {"version": "not-a-semver"}, "ok": {"bool": True}},
         "capacity": {"memory": {"value": "16Gi"}, "broken": {"value": "lots"}},
-    })
+    }, "gpu.example.com"))
     assert _holds('device.attributes["gpu.example.com"].model == "X1"', device)
     assert _holds('device.attributes["pci.example.org"].slot == 3', device)
     # An unparsable version is kept as its text; a broken quantity is simply absent.
@@ -133,8 +134,7 @@ def test_value_types_order_by_value() -> None:
 
 def _a100_devices() -> list[Any]:
     resource_slice = _slice("dra-a100-1")
-    return [device_variable(resource_slice["spec"]["driver"], d)
-            for d in resource_slice["spec"]["devices"]]
+    return [device_variable(d) for d in slice_devices(resource_slice)]
 
 
 def test_results_are_shared_between_devices_alike_in_what_was_read() -> None:

@@ -22,6 +22,7 @@ from scoring.dra import (
     ClaimSet,
     Inventory,
 )
+from scoring.nodetable import node_info
 from tests.conftest import slice_uuids
 from tests.paths import FIXTURES
 from triage.config import DEFAULT_GPU_DRIVERS
@@ -36,7 +37,7 @@ def _items(name: str) -> list[dict[str, Any]]:
 
 DRA = _items("dra.json")
 UUIDS = slice_uuids("dra-basics")
-NODES = {n["metadata"]["name"]: n for n in _items("nodes.json")}
+NODES = {n["metadata"]["name"]: node_info(n) for n in _items("nodes.json")}
 PODS = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in _items("pods.json")}
 
 
@@ -321,16 +322,17 @@ def _extended_set() -> ClaimSet:
 
 
 def test_dra_serves_an_extended_resource_only_where_allocatable_lacks_it() -> None:
-    nodes = copy.deepcopy(NODES)
-    plugin = nodes["dra-a100-2"]  # a device plugin also reports 4 there
+    raw = {n["metadata"]["name"]: n for n in _items("nodes.json")}
+    plugin = raw["dra-a100-2"]  # a device plugin also reports 4 there
     for section in ("capacity", "allocatable"):
         plugin["status"][section]["nvidia.com/gpu"] = "4"
-    broken = nodes["gpu-spare-1"]  # registered, offers none, publishes no slice
+    broken = raw["gpu-spare-1"]  # registered, offers none, publishes no slice
     broken["status"]["capacity"]["nvidia.com/gpu"] = "2"
     broken["status"]["allocatable"]["nvidia.com/gpu"] = "0"
-    republished = nodes["dra-a100-1"]  # registered, offers none, but publishes a slice
+    republished = raw["dra-a100-1"]  # registered, offers none, but publishes a slice
     republished["status"]["capacity"]["nvidia.com/gpu"] = "4"
     republished["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    nodes = {name: node_info(node) for name, node in raw.items()}
     claims = _extended_set()
     served = {name: claims.serves(node, "nvidia.com/gpu") for name, node in nodes.items()}
     assert served == {"dra-a100-1": True, "dra-a100-2": False, "dra-l4-1": True,
@@ -412,7 +414,7 @@ def test_a_taint_on_some_devices_leaves_the_others_usable() -> None:
 
 # -- partitionable devices (DRAPartitionableDevices): shared counters ------------------------
 
-def _partitioned(gpu0_allocated: bool) -> Inventory:
+def _partitioned(gpu0_allocated: bool, pair_count: int | None = None) -> Inventory:
     """dra-a100-2 as a driver publishes a GPU and its two halves: gpu-0 and gpu-0-half-0/1
     consume the counter set gpu-0-counters (80Gi), published in a slice of its own."""
     items = copy.deepcopy(DRA)
@@ -436,18 +438,20 @@ def _partitioned(gpu0_allocated: bool) -> Inventory:
     items.append(counters)
     if not gpu0_allocated:
         items = [i for i in items if not i["metadata"]["name"].startswith("finetune-1g-gpu-")]
+    if pair_count is not None:
+        claim = next(i for i in items if i["metadata"]["name"].startswith("pinned-a-gpu-"))
+        claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = pair_count
     return Inventory(items, DEFAULT_GPU_DRIVERS)
 
 
-def _pair_on_a100_2(inventory: Inventory, count: int) -> Any:
-    claim = next(c for key, c in inventory.claims.items() if key[1].startswith("pinned-a-gpu-"))
-    claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = count
+def _pair_on_a100_2(gpu0_allocated: bool, count: int) -> Any:
+    inventory = _partitioned(gpu0_allocated, count)
     return inventory.fit(inventory.pod_claims(_pod("vision", "pinned-a")), NODES["dra-a100-2"])
 
 
 def test_partitions_of_an_allocated_gpu_are_not_free() -> None:
     # finetune-1g holds gpu-0, which uses all of gpu-0-counters: its halves cannot be had
-    fit = _pair_on_a100_2(_partitioned(gpu0_allocated=True), 4)
+    fit = _pair_on_a100_2(True, 4)
     assert fit.stage == EXHAUSTED  # gpu-1..3 are free; the halves are counted out
     outcome = fit.requests[0]
     assert sorted(d.name for d, _ in outcome.holders) == ["gpu-0", "gpu-0-half-0",
@@ -458,11 +462,10 @@ def test_partitions_of_an_allocated_gpu_are_not_free() -> None:
     assert codes["gpu-0-half-1"] == ("its shared counters are used by "
                                      "vision/finetune-1g-gpu-7hfk8")  # its name: no UUID
     assert codes[UUIDS["dra-a100-2", "gpu-1"]] is None
-    assert _pair_on_a100_2(_partitioned(gpu0_allocated=True), 3).stage is None
+    assert _pair_on_a100_2(True, 3).stage is None
 
 
 def test_free_partitions_fit_as_many_as_the_counters_allow() -> None:
-    inventory = _partitioned(gpu0_allocated=False)
     # gpu-1..3 and both halves (40Gi + 40Gi of 80Gi): five devices; gpu-0 itself then not
-    assert _pair_on_a100_2(inventory, 5).stage is None
-    assert _pair_on_a100_2(_partitioned(gpu0_allocated=False), 6).stage == EXHAUSTED
+    assert _pair_on_a100_2(False, 5).stage is None
+    assert _pair_on_a100_2(False, 6).stage == EXHAUSTED

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from scoring.dra.capacity import RequestPolicy, Share, judge, quantity_text
+from scoring.dra import SliceDevice, device_row, request_policy
+from scoring.dra.capacity import Share, judge, quantity_text
 from scoring.quantity import parse_quantity
 from tests.conftest import find, load_lists
 from triage.classify import triage
@@ -110,34 +111,35 @@ def test_show_devices_gives_capacity_used_and_the_sharing_claims(
 ])
 def test_the_request_policy_rounds_up_or_refuses(policy: dict[str, Any], asked: str,
                                                  consumed: str | None) -> None:
-    parsed = RequestPolicy.parse(policy)
+    parsed = request_policy(policy)
     assert parsed is not None
     applied = parsed.applied(parse_quantity(asked))
     assert applied == (parse_quantity(consumed) if consumed else None)
 
 
-def _device(shared_flag: bool = True, **capacity: Any) -> dict[str, Any]:
-    return {"name": "gpu-0", "allowMultipleAllocations": shared_flag, "capacity": capacity}
+def _device(shared_flag: bool = True, **capacity: Any) -> SliceDevice:
+    return device_row({"name": "gpu-0", "allowMultipleAllocations": shared_flag,
+                       "capacity": capacity}, "gpu.nvidia.com")
 
 
 def test_an_unnamed_capacity_is_consumed_at_its_default_or_in_full() -> None:
     device = _device(memory={"value": "80Gi"},
                      cores={"value": "100", "requestPolicy": {"default": "10",
                                                               "validRange": {"min": "10"}}})
-    fit = judge(device, "gpu.nvidia.com", {"memory": 20 * GI}, [])
+    fit = judge(device, {"memory": 20 * GI}, [])
     assert fit.failure is None and fit.consumed == {"memory": 20 * GI, "cores": Decimal(10)}
-    whole = judge(device, "gpu.nvidia.com", {}, [])
+    whole = judge(device, {}, [])
     assert whole.consumed["memory"] == 80 * GI  # no policy: all of it
-    taken = judge(device, "gpu.nvidia.com", {}, [Share("ns/a", (), {"memory": GI})])
+    taken = judge(device, {}, [Share("ns/a", (), {"memory": GI})])
     assert taken.failure == "used-up"
 
 
 def test_an_exclusive_device_only_has_to_be_large_enough() -> None:
     device = _device(False, memory={"value": "40Gi"})
-    assert judge(device, "gpu.nvidia.com", {"memory": 30 * GI}, []).failure is None
-    assert judge(device, "gpu.nvidia.com", {"memory": 48 * GI}, []).failure == "too-small"
+    assert judge(device, {"memory": 30 * GI}, []).failure is None
+    assert judge(device, {"memory": 48 * GI}, []).failure == "too-small"
     qualified = _device(False, **{"gpu.nvidia.com/memory": {"value": "40Gi"}})
-    assert judge(qualified, "gpu.nvidia.com", {"memory": 30 * GI}, []).failure is None
+    assert judge(qualified, {"memory": 30 * GI}, []).failure is None
 
 
 def test_quantities_read_as_the_api_server_prints_them() -> None:
@@ -146,9 +148,9 @@ def test_quantities_read_as_the_api_server_prints_them() -> None:
 
 
 def test_an_unreadable_policy_is_no_policy() -> None:
-    assert RequestPolicy.parse("ten") is None
+    assert request_policy("ten") is None
     device = _device(memory={"value": "80Gi", "requestPolicy": "ten"})
-    assert judge(device, "gpu.nvidia.com", {"memory": 35 * GI}, []).consumed["memory"] == 35 * GI
+    assert judge(device, {"memory": 35 * GI}, []).consumed["memory"] == 35 * GI
 
 
 def test_a_bound_pod_says_what_its_claim_consumes_of_the_shared_device(

@@ -270,7 +270,7 @@ def _add_hami(snapshot: Snapshot, node: NodeInfo, pool: str, tally: _TallyFactor
 
 def _add_dra(inventory: Inventory, node: NodeInfo, pool: str, tally: _TallyFactory) -> bool:
     """DRA devices the node can use, per GPU DeviceClass selecting them and product."""
-    devices = [d for d in inventory.devices_for(node.raw) if d.driver in inventory.gpu_drivers]
+    devices = [d for d in inventory.devices_for(node) if d.driver in inventory.gpu_drivers]
     by_group: dict[tuple[str, str], list[SliceDevice]] = defaultdict(list)
     for device in devices:
         for class_name in sorted(inventory.classes):

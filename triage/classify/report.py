@@ -164,8 +164,8 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     if fit is not None:
         return fit.devices
     # A DRA pod's devices are its ResourceSlices' (with a device-plugin GPU too, both).
-    published = subject.dra.device_rows(node.raw) if subject.dra is not None else []
-    if subject.dra is not None and all(subject.dra.serves(node.raw, r) for r in subject.gpu):
+    published = subject.dra.device_rows(node) if subject.dra is not None else []
+    if subject.dra is not None and all(subject.dra.serves(node, r) for r in subject.gpu):
         return published  # no GPU of the pod's comes from a device plugin here
     return published + gfd_devices(node.labels)
 

@@ -12,8 +12,6 @@ selector gpuwhy cannot evaluate (the scheduler's word stands then).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from scoring.dra import (
     CLAIM_ELSEWHERE,
     DEVICE_UNFIT,
@@ -28,9 +26,9 @@ from scoring.dra import (
     RequestOutcome,
     SliceDevice,
     allocated_node_names,
+    pod_claim_refs,
 )
 from scoring.dra.binding import binding
-from scoring.nodes import labels
 from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.checks.dra_alternatives import chosen_alternative
@@ -45,7 +43,7 @@ from triage.vocabulary import Cause
 
 
 def node_fit(subject: Subject, node: NodeInfo) -> NodeFit | None:
-    return subject.dra.fit(node.raw) if subject.dra is not None else None
+    return subject.dra.fit(node) if subject.dra is not None else None
 
 
 def _dropped_at(stage: str) -> NodeFilterFn:
@@ -146,12 +144,9 @@ def allocation_evidence(subject: Subject) -> list[Evidence]:
             continue
         devices = ",".join(device for _, _, device in claim.allocated_devices) or "no device"
         nodes = ", ".join(allocated_node_names(claim)) or "any node"
-        status = claim.claim.get("status") or {}
-        reserved = ", ".join(str(r.get("name")) for r in status.get("reservedFor") or []
-                             ) or "nobody"
+        reserved = ", ".join(r.name for r in claim.claim.reserved_for) or "nobody"
         chosen = ", ".join(dict.fromkeys(
-            name for r in ((status.get("allocation") or {}).get("devices") or {}).get("results")
-            or [] if isinstance(r, Mapping) and (name := chosen_alternative(r))))
+            name for r in claim.claim.results if (name := chosen_alternative(r))))
         evidence.append(Evidence(claim.source, "status.allocation / status.reservedFor",
                                  f"{devices} on {nodes}; reserved for {reserved}"
                                  + (f"; firstAvailable alternative {chosen} chosen"
@@ -165,7 +160,7 @@ def explain_dra_no_device(subject: Subject, dropped: Dropped) -> Finding:
     classes = sorted({o.alternative.device_class for _, o in failing if o.alternative})
     parts = []
     for node, _ in dropped:
-        node_labels = labels(node.raw)
+        node_labels = node.labels
         product = node_labels.get("nvidia.com/gpu.product")
         hint = (f" although its GFD labels say {product}" if product else
                 " although it is labelled nvidia.com/gpu.present=true"
@@ -315,7 +310,7 @@ def drop_dra_other(subject: Subject, node: NodeInfo) -> str | None:
     problems = subject.dra.problems
     if problems:
         return "; ".join(str(c.problem) for c in problems)
-    fit = subject.dra.fit(node.raw)
+    fit = subject.dra.fit(node)
     if fit.stage == CLAIM_ELSEWHERE:
         return fit.detail
     if fit.stage == UNEVALUATED:
@@ -418,7 +413,7 @@ def binding_in_progress(subject: Subject) -> Finding | None:
     event says so while it waits, so without this it would read as an absent scheduler."""
     if subject.dra is None or subject.pod is None:
         return None
-    state = binding(subject.dra.inventory, subject.dra.claims, subject.pod)
+    state = binding(subject.dra.inventory, subject.dra.claims, pod_claim_refs(subject.pod))
     if state is None:
         return None
     where = ", ".join(state.nodes) or "its node"

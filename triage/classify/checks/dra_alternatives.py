@@ -6,10 +6,16 @@ furthest down the funnel (``scoring.dra`` picks it per node), and says what each
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
 
-from scoring.dra import DEVICE_UNFIT, EXHAUSTED, NO_DEVICE, STAGES, Alternative, RequestOutcome
+from scoring.dra import (
+    DEVICE_UNFIT,
+    EXHAUSTED,
+    NO_DEVICE,
+    STAGES,
+    AllocationResult,
+    Alternative,
+    RequestOutcome,
+)
 from scoring.verdict import Evidence
 from triage.classify.subject import Dropped, ExplainFn, Finding, Subject
 
@@ -101,8 +107,8 @@ def fitting_alternatives(subject: Subject) -> str:
     return f" (firstAvailable: {'; '.join(fitting[:2])})" if fitting else ""
 
 
-def chosen_alternative(result: Mapping[str, Any]) -> str:
+def chosen_alternative(result: AllocationResult) -> str:
     """An allocation result's subrequest ("gpu/l4": the l4 alternative was chosen), "" when
     the request has no alternatives."""
-    request = str(result.get("request", ""))
+    request = result.request
     return request.split("/", 1)[1] if "/" in request else ""

@@ -6,7 +6,6 @@ DRA checks hand their failing nodes here when capacity decided them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from decimal import Decimal
 
 from scoring.dra import PodClaim, RequestOutcome, SliceDevice
@@ -16,7 +15,6 @@ from scoring.dra.capacity import (
     TOO_SMALL,
     USED_UP,
     CapacityFit,
-    amount,
     quantity_text,
 )
 from scoring.nodetable import NodeInfo
@@ -131,20 +129,17 @@ def shared_allocation_note(subject: Subject, claim: PodClaim) -> str:
     """What an allocated claim consumes of shared devices, and who shares them: "; consumed
     memory 40Gi of gpu-0 (asked 35Gi), shared with infer/chat-a-gpu-rxw97"."""
     assert subject.dra is not None
-    status = (claim.claim or {}).get("status") or {}
-    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    results = claim.claim.results if claim.claim is not None else ()
     asked = ", ".join(f"{name} {quantity_text(value)}" for request in claim.requests
                       for alternative in request.alternatives
                       for name, value in alternative.capacity)
     notes = []
     for result in results:
-        if not isinstance(result, Mapping) or "consumedCapacity" not in result:
+        if result.consumed is None:
             continue
-        key = (str(result.get("driver", "")), str(result.get("pool", "")),
-               str(result.get("device", "")))
-        consumed = ", ".join(f"{name} {quantity_text(value)}" for name, raw in
-                             (result.get("consumedCapacity") or {}).items()
-                             if (value := amount(raw)) is not None)
+        key = result.device
+        consumed = ", ".join(f"{name} {quantity_text(value)}"
+                             for name, value in result.consumed.items())
         others = [s.claim for s in subject.dra.inventory.shared_usage.shares(key)
                   if s.claim != claim.label]
         notes.append(f"consumed {consumed} of {key[2]}" + (f" (asked {asked})" if asked else "")

@@ -18,7 +18,7 @@ def _by_device_plugin(subject: Subject, node: NodeInfo) -> dict[str, int]:
     DeviceClass serves there through DRA (the DRA filters judge them). Asked only when the
     pod has such resources (``subject.extended_dra``): the funnel visits every node."""
     assert subject.dra is not None
-    return {r: n for r, n in subject.gpu.items() if not subject.dra.serves(node.raw, r)}
+    return {r: n for r, n in subject.gpu.items() if not subject.dra.serves(node, r)}
 
 
 def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
@@ -40,7 +40,7 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
         parts.append(f"{node.name}{hint}")
     inventory = subject.dra_inventory
     published = [n.name for n, _ in dropped[:5] if any(
-        d.driver in inventory.gpu_drivers for d in inventory.devices_for(n.raw))]
+        d.driver in inventory.gpu_drivers for d in inventory.devices_for(n))]
     dra = (f" {', '.join(published[:5])} publish{'es' if len(published) == 1 else ''} GPUs "
            "only as DRA devices (ResourceSlices): ask for them through a ResourceClaim "
            "instead." if published else "")

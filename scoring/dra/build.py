@@ -1,0 +1,358 @@
+"""The one step that reads the DRA API objects (resource.k8s.io/v1): DeviceClasses,
+ResourceClaims, ResourceClaimTemplates and ResourceSlices (with the taints DeviceTaintRules
+add) become rows (``scoring.dra.rows``) once per snapshot, and a pod's ``spec.resourceClaims``
+its claim references. Everything after this reads the rows."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from scoring.cel.values import AttributeValue, Version
+from scoring.dra.capacity import Capacity, RequestPolicy, amount
+from scoring.dra.rows import (
+    AllocationResult,
+    Alternative,
+    ClaimRow,
+    ClaimSpec,
+    Condition,
+    DeviceClassRow,
+    DeviceKey,
+    DraRows,
+    NodeReach,
+    NodeSelection,
+    PodClaimRef,
+    PodClaimRefs,
+    Request,
+    Reservation,
+    SliceDevice,
+    SliceRow,
+)
+from scoring.dra.taint_rules import with_rule_taints
+from scoring.objects import K8sObject, object_key
+from scoring.quantity import QuantityError, parse_quantity
+
+ZERO = Decimal(0)
+
+# Extended resources backed by DRA (DRAExtendedResource, beta since Kubernetes 1.36): a
+# DeviceClass's spec.extendedResourceName, or the name every class has implicitly, lets a pod's
+# `limits: nvidia.com/gpu: N` be met by N devices of the class on a node whose allocatable
+# lacks the resource. kube-scheduler then allocates a claim of its own for the pod.
+IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
+
+# Device taint effects that keep the allocator off a device ("None" only informs).
+BLOCKING_DEVICE_EFFECTS = ("NoSchedule", "NoExecute")
+
+
+def dra_rows(objects: Iterable[K8sObject]) -> DraRows:
+    """The DRA objects among ``objects`` as rows; of each pool only its newest generation."""
+    classes: dict[str, DeviceClassRow] = {}
+    claims: dict[tuple[str, str], ClaimRow] = {}
+    templates: dict[tuple[str, str], ClaimSpec] = {}
+    slices: list[K8sObject] = []
+    listed = list(objects)
+    for obj in listed:
+        kind = obj.get("kind")
+        if kind == "DeviceClass":
+            classes[object_key(obj)[1]] = _device_class(obj)
+        elif kind == "ResourceClaim":
+            claims[object_key(obj)] = _claim(obj)
+        elif kind == "ResourceClaimTemplate":
+            namespace, name = object_key(obj)
+            templates[(namespace, name)] = claim_spec(
+                (obj.get("spec") or {}).get("spec") or {}, f"template {namespace}/{name}")
+        elif kind == "ResourceSlice":
+            slices.append(obj)
+    current = with_rule_taints(current_generation(slices), listed)
+    counter_sets = {
+        (str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", "")),
+         str(counter_set.get("name", ""))): counter_amounts(counter_set.get("counters"))
+        for resource_slice in current
+        for spec in [resource_slice.get("spec") or {}]
+        for counter_set in spec.get("sharedCounters") or [] if isinstance(counter_set, Mapping)}
+    return DraRows(classes, claims, templates, tuple(slice_row(s) for s in current),
+                   counter_sets)
+
+
+def serves_extended(objects: Iterable[K8sObject], asked: Iterable[str]) -> bool:
+    """Some DeviceClass among ``objects`` serves one of the asked extended resources, by
+    spec.extendedResourceName or by its implicit ``deviceclass.resource.kubernetes.io/<class>``
+    name (a cheap look before the rows are built)."""
+    wanted = set(asked)
+    return bool(wanted) and any(
+        obj.get("kind") == "DeviceClass"
+        and ((obj.get("spec") or {}).get("extendedResourceName") in wanted
+             or IMPLICIT_EXTENDED_PREFIX + object_key(obj)[1] in wanted) for obj in objects)
+
+
+# -- ResourceSlices -------------------------------------------------------------------------
+
+def current_generation(slices: list[K8sObject]) -> list[K8sObject]:
+    """Only the newest generation of each pool counts (a driver republishing leaves old ones)."""
+    newest: dict[tuple[str, str], int] = defaultdict(int)
+    keyed = []
+    for resource_slice in slices:
+        spec = resource_slice.get("spec") or {}
+        pool = spec.get("pool") or {}
+        key = (str(spec.get("driver", "")), str(pool.get("name", "")))
+        generation = _int(pool.get("generation"))
+        newest[key] = max(newest[key], generation)
+        keyed.append((key, generation, resource_slice))
+    return sorted((s for key, generation, s in keyed if generation == newest[key]),
+                  key=lambda s: object_key(s)[1])
+
+
+def slice_row(resource_slice: Mapping[str, Any]) -> SliceRow:
+    spec = resource_slice.get("spec") or {}
+    name = object_key(resource_slice)[1]
+    driver = str(spec.get("driver", ""))
+    pool = str((spec.get("pool") or {}).get("name", ""))
+    per_device = bool(spec.get("perDeviceNodeSelection"))
+    return SliceRow(name, driver, pool, _reach(spec), per_device,
+                    tuple(device_row(raw, driver, pool, name, per_device)
+                          for raw in spec.get("devices") or [] if isinstance(raw, dict)))
+
+
+def slice_devices(resource_slice: Mapping[str, Any]) -> list[SliceDevice]:
+    """A ResourceSlice's devices as rows."""
+    return list(slice_row(resource_slice).devices)
+
+
+def _reach(spec: Mapping[str, Any]) -> NodeReach:
+    selector = spec.get("nodeSelector")
+    return NodeReach(str(spec["nodeName"]) if spec.get("nodeName") else "",
+                     bool(spec.get("allNodes")),
+                     node_selection(selector) if selector and isinstance(selector, Mapping)
+                     else None)
+
+
+def node_selection(node_selector: Mapping[str, Any]) -> NodeSelection:
+    return NodeSelection(tuple(t for t in node_selector.get("nodeSelectorTerms") or []
+                               if isinstance(t, Mapping)))
+
+
+def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: str = "",
+               per_device: bool = False) -> SliceDevice:
+    """One published device (``spec.devices[]``) as a row."""
+    found = raw.get("attributes")
+    attributes: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    found = raw.get("capacity")
+    capacity: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    name = str(raw.get("name", ""))
+    memory = capacity.get("memory") or capacity.get(f"{driver}/memory")
+    uuid, index = attributes.get("uuid"), attributes.get("index")
+    return SliceDevice(
+        slice_name, driver, pool, name,
+        attributes={str(key): _attribute(value) for key, value in attributes.items()},
+        capacity={str(key): readable for key, value in capacity.items()
+                  if (readable := _capacity(str(key), value)) is not None},
+        quantities={str(key): (str(value.get("value", "")) if isinstance(value, dict)
+                               else str(value)) for key, value in capacity.items()},
+        product=_product(attributes, driver),
+        memory=str(memory.get("value")) if isinstance(memory, Mapping) else None,
+        uuid=(str(uuid["string"]) if isinstance(uuid, Mapping)
+              and isinstance(uuid.get("string"), str) and uuid["string"] else name),
+        index=(int(index["int"]) if isinstance(index, Mapping)
+               and isinstance(index.get("int"), int) else None),
+        taints=tuple(t for t in raw.get("taints") or [] if isinstance(t, Mapping)
+                     and t.get("effect") in BLOCKING_DEVICE_EFFECTS),
+        consumes=tuple(((driver, pool, str(entry.get("counterSet", ""))),
+                        counter_amounts(entry.get("counters")))
+                       for entry in raw.get("consumesCounters") or []
+                       if isinstance(entry, Mapping)),
+        shared=raw.get("allowMultipleAllocations") is True,
+        binding_conditions=tuple(str(c) for c in raw.get("bindingConditions") or []),
+        binding_failure_conditions=tuple(
+            str(c) for c in raw.get("bindingFailureConditions") or []),
+        reach=_reach(raw) if per_device else None)
+
+
+def _product(attributes: Mapping[str, Any], driver: str) -> str:
+    for name in ("productName", f"{driver}/productName", "model", "type"):
+        value = attributes.get(name)
+        if isinstance(value, Mapping) and value.get("string"):
+            return str(value["string"])
+    return driver
+
+
+def _attribute(value: Any) -> AttributeValue:
+    """``{int: 3}``, ``{bool: true}``, ``{version: "8.0.0"}`` or ``{string: "x"}`` typed."""
+    if not isinstance(value, dict):
+        return str(value)
+    if "int" in value:
+        try:
+            return int(value["int"])
+        except (TypeError, ValueError):
+            return str(value["int"])  # kept as text: a selector comparing it is not evaluated
+    if "bool" in value:
+        return bool(value["bool"])
+    if "version" in value:
+        return Version(str(value["version"]))
+    return str(value.get("string", ""))
+
+
+def _capacity(name: str, raw: Any) -> Capacity | None:
+    total = amount(raw.get("value")) if isinstance(raw, Mapping) else None
+    return None if total is None else Capacity(name, total,
+                                               request_policy(raw.get("requestPolicy")))
+
+
+def request_policy(raw: Any) -> RequestPolicy | None:
+    """A capacity's requestPolicy (default, validRange {min, max, step}, validValues); None
+    when there is none or it is not an object."""
+    if not isinstance(raw, Mapping):
+        return None
+    found = raw.get("validRange")
+    valid_range: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    values = tuple(sorted(v for v in (amount(x) for x in raw.get("validValues") or [])
+                          if v is not None))
+    return RequestPolicy(amount(raw["default"]) if "default" in raw else None,
+                         amount(valid_range.get("min")) if "min" in valid_range else None,
+                         amount(valid_range.get("max")) if "max" in valid_range else None,
+                         amount(valid_range.get("step")) if "step" in valid_range else None,
+                         values)
+
+
+def counter_amounts(counters: Any) -> dict[str, Decimal]:
+    """``{name: {value: quantity}}`` as numbers; an unreadable value counts as 0."""
+    found = {}
+    for name, counter in (counters or {}).items() if isinstance(counters, Mapping) else ():
+        try:
+            found[str(name)] = parse_quantity((counter or {}).get("value", 0))
+        except (QuantityError, AttributeError):
+            found[str(name)] = ZERO
+    return found
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+# -- DeviceClasses, claims and templates ------------------------------------------------------
+
+def _device_class(obj: K8sObject) -> DeviceClassRow:
+    spec = obj.get("spec") or {}
+    extended = spec.get("extendedResourceName")
+    return DeviceClassRow(object_key(obj)[1], cel_expressions(spec.get("selectors")),
+                          extended if isinstance(extended, str) else None,
+                          str((obj.get("metadata") or {}).get("creationTimestamp") or ""))
+
+
+def cel_expressions(selectors: Any) -> tuple[str, ...]:
+    return tuple(str((s.get("cel") or {}).get("expression", ""))
+                 for s in selectors or [] if isinstance(s, Mapping) and s.get("cel"))
+
+
+def claim_spec(spec: Mapping[str, Any], label: str) -> ClaimSpec:
+    """A claim's spec (a template's ``spec.spec``); ``label`` names it in the requests."""
+    devices = spec.get("devices") or {}
+    return ClaimSpec(tuple(_request(label, raw) for raw in devices.get("requests") or []
+                           if isinstance(raw, Mapping)), bool(devices.get("constraints")))
+
+
+def _request(claim_label: str, raw: Mapping[str, Any]) -> Request:
+    name = str(raw.get("name", ""))
+    if raw.get("firstAvailable"):
+        alternatives = tuple(_alternative(f"{name}/{sub.get('name', '')}", sub)
+                             for sub in raw["firstAvailable"] if isinstance(sub, Mapping))
+    else:
+        # v1 puts the request under "exactly"; v1beta1 (still served) has it inline.
+        alternatives = (_alternative(name, raw.get("exactly") or raw),)
+    return Request(claim_label, name, alternatives)
+
+
+def _alternative(label: str, spec: Mapping[str, Any]) -> Alternative:
+    try:
+        count = int(spec.get("count", 1) or 1)
+    except (TypeError, ValueError):
+        count = 1
+    return Alternative(label, str(spec.get("deviceClassName", "")),
+                       cel_expressions(spec.get("selectors")),
+                       str(spec.get("allocationMode") or "ExactCount"), count,
+                       bool(spec.get("adminAccess")),
+                       tuple(t for t in spec.get("tolerations") or [] if isinstance(t, Mapping)),
+                       capacity_requests(spec))
+
+
+def capacity_requests(spec: Mapping[str, Any]) -> tuple[tuple[str, Decimal], ...]:
+    """A request's ``capacity.requests`` (exactly or a firstAvailable entry), by name."""
+    requests = ((spec.get("capacity") or {}).get("requests") or {}) if isinstance(
+        spec.get("capacity"), Mapping) else {}
+    return tuple((str(name), value) for name, raw in sorted(requests.items())
+                 if (value := amount(raw)) is not None)
+
+
+def _claim(obj: K8sObject) -> ClaimRow:
+    namespace, name = object_key(obj)
+    status = obj.get("status") or {}
+    allocation = status.get("allocation") or {}
+    return ClaimRow(
+        namespace, name, claim_spec(obj.get("spec") or {}, f"{namespace}/{name}"),
+        allocated=bool(allocation),
+        allocation_nodes=node_selection(allocation.get("nodeSelector") or {}),
+        results=tuple(_result(r) for r in (allocation.get("devices") or {}).get("results")
+                      or [] if isinstance(r, Mapping)),
+        reserved_for=tuple(Reservation(str(r.get("resource", "pods")), str(r.get("name")),
+                                       str(r.get("uid") or ""))
+                           for r in status.get("reservedFor") or [] if isinstance(r, Mapping)),
+        conditions={_device_key(d): {str(c.get("type")): _condition(c)
+                                     for c in d.get("conditions") or []
+                                     if isinstance(c, Mapping)}
+                    for d in status.get("devices") or [] if isinstance(d, Mapping)})
+
+
+def _device_key(entry: Mapping[str, Any]) -> DeviceKey:
+    return (str(entry.get("driver", "")), str(entry.get("pool", "")),
+            str(entry.get("device", "")))
+
+
+def _result(raw: Mapping[str, Any]) -> AllocationResult:
+    consumed = ({str(k): v for k, value in (raw.get("consumedCapacity") or {}).items()
+                 if (v := amount(value)) is not None}
+                if "consumedCapacity" in raw else None)
+    return AllocationResult(str(raw.get("request", "")), _device_key(raw),
+                            bool(raw.get("adminAccess")), consumed)
+
+
+def _condition(raw: Mapping[str, Any]) -> Condition:
+    reason, message = raw.get("reason"), raw.get("message")
+    return Condition(str(raw.get("status")), str(reason) if reason else "",
+                     str(message) if message else "")
+
+
+# -- a pod's claims ---------------------------------------------------------------------------
+
+def pod_claim_refs(pod: Mapping[str, Any]) -> PodClaimRefs:
+    """The pod's spec.resourceClaims with the claims generated for them, and a bound pod's
+    extended-resource claim (status.extendedResourceClaimStatus), which holds its devices."""
+    namespace, name = object_key(pod)
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    statuses = {s.get("name"): s for s in status.get("resourceClaimStatuses") or []
+                if isinstance(s, Mapping)}
+    extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    return PodClaimRefs(namespace, name, str((pod.get("metadata") or {}).get("uid") or ""),
+                        template_claim_refs(spec, statuses),
+                        str(extended) if extended and spec.get("nodeName") else None)
+
+
+def template_claim_refs(spec: Mapping[str, Any],
+                        statuses: Mapping[Any, Mapping[str, Any]] | None = None
+                        ) -> tuple[PodClaimRef, ...]:
+    """A pod spec's (or pod template's) spec.resourceClaims."""
+    refs = []
+    for entry in spec.get("resourceClaims") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        name = str(entry.get("name", ""))
+        claim, template = entry.get("resourceClaimName"), entry.get("resourceClaimTemplateName")
+        generated = ((statuses or {}).get(name) or {}).get("resourceClaimName")
+        refs.append(PodClaimRef(name, str(claim) if claim else None,
+                                str(template) if template else None,
+                                str(generated) if generated else None))
+    return tuple(refs)
