@@ -219,7 +219,9 @@ class Snapshot:
         """The DRA objects indexed once, selector results memoised for this Snapshot."""
         inventory = self._dra_inventories.get(gpu_drivers)
         if inventory is None:
-            inventory = self._dra_inventories[gpu_drivers] = Inventory(self.dra, gpu_drivers)
+            with bulk_parse(freeze=False):  # the rows made here all live on: no collection
+                inventory = Inventory(self.dra, gpu_drivers)
+            self._dra_inventories[gpu_drivers] = inventory
         return inventory
 
     @cached_property

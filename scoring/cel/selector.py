@@ -222,17 +222,22 @@ class DeviceVariable:
         self._shared = shared
         self._values: dict[Path, Any] = {}
         self._cel: celtypes.MapType | None = None
-        self._by_domain: dict[str, dict[str, dict[str, Any]]] = {}
+        self._by_domain: dict[str, dict[str, dict[str, str]]] = {}
 
-    def _grouped(self, section: str) -> dict[str, dict[str, Any]]:
-        """Attribute values / capacity texts by domain, then name (converted on read)."""
+    def _grouped(self, section: str) -> dict[str, dict[str, str]]:
+        """The published attribute / capacity names by domain, then unqualified name."""
         if section not in self._by_domain:
-            grouped: dict[str, dict[str, Any]] = {}
-            for name, value in self._published[section].items():
+            grouped: dict[str, dict[str, str]] = {}
+            for name in self._published[section]:
                 domain, ident = _qualified(str(name), self.driver)
-                grouped.setdefault(domain, {})[ident] = value
+                grouped.setdefault(domain, {})[ident] = name
             self._by_domain[section] = grouped
         return self._by_domain[section]
+
+    def _named(self, section: str, names: Mapping[str, str]) -> dict[str, Any]:
+        """The published values of these names (ident → published name)."""
+        published = self._published[section]
+        return {ident: published[name] for ident, name in names.items()}
 
     def read(self, path: Path) -> Any:
         """What the CEL map holds at ``path``: a value, ``_MAP`` or ``_ABSENT``."""
@@ -253,11 +258,12 @@ class DeviceVariable:
             return _ABSENT
         if len(rest) == 1:
             # A domain whose only capacities are broken quantities is absent in the map.
-            return _MAP if self._section(head, grouped[rest[0]]) else _ABSENT
+            return _MAP if self._section(head, self._named(head, grouped[rest[0]])) else _ABSENT
         if len(rest) > 2:
             return _ABSENT
-        values = self._section(head, {rest[1]: grouped[rest[0]][rest[1]]}
-                               if rest[1] in grouped[rest[0]] else {})
+        names = grouped[rest[0]]
+        values = self._section(head, self._named(head, {rest[1]: names[rest[1]]})
+                               if rest[1] in names else {})
         return values.get(rest[1], _ABSENT)
 
     def _top(self, key: str) -> Any:
@@ -285,9 +291,9 @@ class DeviceVariable:
                 celtypes.StringType("allowMultipleAllocations"): self._top(
                     "allowMultipleAllocations"),
                 **{celtypes.StringType(section): _nested({
-                    domain: self._section(section, values)
-                    for domain, values in self._grouped(section).items()
-                    if self._section(section, values)}) for section in ("attributes", "capacity")},
+                    domain: converted for domain, names in self._grouped(section).items()
+                    if (converted := self._section(section, self._named(section, names)))})
+                   for section in ("attributes", "capacity")},
             })
         return self._cel
 

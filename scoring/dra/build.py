@@ -6,7 +6,7 @@ its claim references. Everything after this reads the rows."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -129,8 +129,12 @@ def _reach(spec: Mapping[str, Any]) -> NodeReach:
 
 
 def node_selection(node_selector: Mapping[str, Any]) -> NodeSelection:
-    return NodeSelection(tuple(t for t in node_selector.get("nodeSelectorTerms") or []
-                               if isinstance(t, Mapping)))
+    terms = tuple(t for t in node_selector.get("nodeSelectorTerms") or []
+                  if isinstance(t, Mapping))
+    return NodeSelection(terms, tuple(
+        str(v) for term in terms for f in term.get("matchFields") or []
+        if isinstance(f, Mapping) and f.get("key") == "metadata.name"
+        for v in f.get("values") or []))
 
 
 def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: str = "",
@@ -145,7 +149,7 @@ def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: 
     uuid, index = attributes.get("uuid"), attributes.get("index")
     return SliceDevice(
         slice_name, driver, pool, name,
-        attributes={str(key): _attribute(value) for key, value in attributes.items()},
+        attributes=_Attributes(attributes),
         capacity={str(key): readable for key, value in capacity.items()
                   if (readable := _capacity(str(key), value)) is not None},
         quantities={str(key): (str(value.get("value", "")) if isinstance(value, dict)
@@ -175,6 +179,30 @@ def _product(attributes: Mapping[str, Any], driver: str) -> str:
         if isinstance(value, Mapping) and value.get("string"):
             return str(value["string"])
     return driver
+
+
+class _Attributes(Mapping[str, AttributeValue]):
+    """A device's attributes, each typed the first time it is read: a selector reads one or
+    two of a GPU's dozen, and a cluster publishes tens of thousands of GPUs."""
+
+    __slots__ = ("_published", "_typed")
+
+    def __init__(self, published: Mapping[str, Any]) -> None:
+        self._published = published
+        self._typed: dict[str, AttributeValue] | None = None
+
+    def __getitem__(self, name: str) -> AttributeValue:
+        if self._typed is None:
+            self._typed = {}
+        if name not in self._typed:
+            self._typed[name] = _attribute(self._published[name])
+        return self._typed[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return (str(name) for name in self._published)
+
+    def __len__(self) -> int:
+        return len(self._published)
 
 
 def _attribute(value: Any) -> AttributeValue:

@@ -140,7 +140,7 @@ def untolerated_device_taints(device: SliceDevice, alternative: Alternative) -> 
 
 def allocated_node_names(claim: PodClaim) -> list[str]:
     """The nodes an allocated claim is bound to, when its node selector names them."""
-    return claim.allocated_nodes.names if claim.allocated_nodes is not None else []
+    return list(claim.allocated_nodes.names) if claim.allocated_nodes is not None else []
 
 
 def holders_text(held: list[tuple[SliceDevice, Holder]]) -> str:

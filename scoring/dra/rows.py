@@ -22,19 +22,15 @@ CounterKey = tuple[str, str, str]  # driver, pool, counter set
 
 @dataclass(frozen=True)
 class NodeSelection:
-    """A node selector's ``nodeSelectorTerms`` (ORed); no term selects every node."""
+    """A node selector's ``nodeSelectorTerms`` (ORed, as ``scoring.nodes`` judges them); no
+    term selects every node. ``names``: the node names its terms' ``matchFields`` on
+    ``metadata.name`` list (an allocation's selector names its node so)."""
 
     terms: tuple[Mapping[str, Any], ...] = ()
+    names: tuple[str, ...] = ()
 
     def selects(self, node: NodeInfo) -> bool:
         return not self.terms or not selection_mismatches({}, self.terms, node.labels, node.name)
-
-    @property
-    def names(self) -> list[str]:
-        """The node names its ``matchFields`` on ``metadata.name`` list."""
-        return [str(v) for term in self.terms for f in term.get("matchFields") or []
-                if isinstance(f, Mapping) and f.get("key") == "metadata.name"
-                for v in f.get("values") or []]
 
 
 @dataclass(frozen=True)
@@ -54,7 +50,7 @@ class NodeReach:
         return self.node_selector is not None and self.node_selector.selects(node)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, eq=False)  # one per device: tens of thousands
 class SliceDevice:
     """One device a ResourceSlice publishes, with what is read of it parsed."""
 
@@ -134,7 +130,7 @@ class ClaimSpec:
     constrained: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AllocationResult:
     """One ``status.allocation.devices.results[]`` entry."""
 
