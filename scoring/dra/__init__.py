@@ -43,6 +43,7 @@ from scoring.dra.model import (
     PodClaim,
     RequestOutcome,
     allocated_node_names,
+    products,
 )
 from scoring.dra.rows import (
     AllocationResult,
@@ -84,6 +85,7 @@ __all__ = [
     "device_row",
     "dra_rows",
     "pod_claim_refs",
+    "products",
     "request_policy",
     "serves_extended",
     "slice_devices",

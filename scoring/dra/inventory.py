@@ -1,5 +1,6 @@
-"""The DRA objects of a snapshot indexed once: devices per node, DeviceClasses and their
-selectors, claims and templates resolved per pod, and who holds each device."""
+"""The DRA rows of a snapshot (``scoring.dra.build``) indexed once: devices per node, who
+holds each device, DeviceClasses and their selectors, and a pod's claims and templates
+resolved (the pod's own references are read by the builder too)."""
 
 from __future__ import annotations
 

@@ -151,6 +151,7 @@ def holders_text(held: list[tuple[SliceDevice, Holder]]) -> str:
 
 
 def products(devices: list[SliceDevice]) -> str:
+    """"4 × NVIDIA A100-SXM4-80GB, memory 80Gi; 2 × NVIDIA L4": the devices by kind."""
     seen: dict[str, list[SliceDevice]] = defaultdict(list)
     for device in devices:
         seen[f"{device.product}{', memory ' + device.memory if device.memory else ''}"].append(

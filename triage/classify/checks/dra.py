@@ -27,6 +27,7 @@ from scoring.dra import (
     SliceDevice,
     allocated_node_names,
     pod_claim_refs,
+    products,
 )
 from scoring.dra.binding import binding
 from scoring.nodetable import NodeInfo
@@ -126,14 +127,6 @@ def _slices(devices: list[SliceDevice]) -> str:
     return ", ".join(dict.fromkeys(d.slice for d in devices))
 
 
-def _products(devices: list[SliceDevice]) -> str:
-    seen: dict[str, int] = {}
-    for device in devices:
-        text = device.product + (f", memory {device.memory}" if device.memory else "")
-        seen[text] = seen.get(text, 0) + 1
-    return "; ".join(f"{n} × {text}" for text, n in seen.items())
-
-
 def allocation_evidence(subject: Subject) -> list[Evidence]:
     """What a bound DRA pod's claims were allocated: devices, node, the pods reserving them."""
     if subject.dra is None:
@@ -197,12 +190,12 @@ def explain_dra_device_unfit(subject: Subject, dropped: Dropped) -> Finding:
         return shared
     first = failing[0][1] if failing else None
     selectors = " && ".join(first.alternative.selectors) if first and first.alternative else ""
-    per_node = "; ".join(f"{n.name} has {_products(o.candidates)}" for n, o in failing[:4])
+    per_node = "; ".join(f"{n.name} has {products(o.candidates)}" for n, o in failing[:4])
     evidence = []
     if first is not None:
         evidence.append(_request_evidence(subject, first, "selectors", selectors))
     evidence += [Evidence(f"ResourceSlice {_slices(o.candidates)}", "spec.devices[]",
-                          _products(o.candidates)) for _, o in failing[:4]]
+                          products(o.candidates)) for _, o in failing[:4]]
     source = _source(subject, first.request) if first else "the claim"
     return Finding(Cause.DEVICE_UNFIT,
                    f"devices of the class exist, but none meets the selectors of {source} "
