@@ -139,11 +139,12 @@ def node_selection(node_selector: Mapping[str, Any]) -> NodeSelection:
 
 def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: str = "",
                per_device: bool = False) -> SliceDevice:
-    """One published device (``spec.devices[]``) as a row."""
+    """One published device (``spec.devices[]``) as a row. (JSON objects are dicts: the
+    plain type check, not Mapping's, for tens of thousands of devices.)"""
     found = raw.get("attributes")
-    attributes: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    attributes: Mapping[str, Any] = found if isinstance(found, dict) else {}
     found = raw.get("capacity")
-    capacity: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    capacity: Mapping[str, Any] = found if isinstance(found, dict) else {}
     name = str(raw.get("name", ""))
     memory = capacity.get("memory") or capacity.get(f"{driver}/memory")
     uuid, index = attributes.get("uuid"), attributes.get("index")
@@ -155,17 +156,17 @@ def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: 
         quantities={str(key): (str(value.get("value", "")) if isinstance(value, dict)
                                else str(value)) for key, value in capacity.items()},
         product=_product(attributes, driver),
-        memory=str(memory.get("value")) if isinstance(memory, Mapping) else None,
-        uuid=(str(uuid["string"]) if isinstance(uuid, Mapping)
+        memory=str(memory.get("value")) if isinstance(memory, dict) else None,
+        uuid=(str(uuid["string"]) if isinstance(uuid, dict)
               and isinstance(uuid.get("string"), str) and uuid["string"] else name),
-        index=(int(index["int"]) if isinstance(index, Mapping)
+        index=(int(index["int"]) if isinstance(index, dict)
                and isinstance(index.get("int"), int) else None),
-        taints=tuple(t for t in raw.get("taints") or [] if isinstance(t, Mapping)
+        taints=tuple(t for t in raw.get("taints") or [] if isinstance(t, dict)
                      and t.get("effect") in BLOCKING_DEVICE_EFFECTS),
         consumes=tuple(((driver, pool, str(entry.get("counterSet", ""))),
                         counter_amounts(entry.get("counters")))
                        for entry in raw.get("consumesCounters") or []
-                       if isinstance(entry, Mapping)),
+                       if isinstance(entry, dict)),
         shared=raw.get("allowMultipleAllocations") is True,
         binding_conditions=tuple(str(c) for c in raw.get("bindingConditions") or []),
         binding_failure_conditions=tuple(
@@ -176,7 +177,7 @@ def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: 
 def _product(attributes: Mapping[str, Any], driver: str) -> str:
     for name in ("productName", f"{driver}/productName", "model", "type"):
         value = attributes.get(name)
-        if isinstance(value, Mapping) and value.get("string"):
+        if isinstance(value, dict) and value.get("string"):
             return str(value["string"])
     return driver
 
@@ -222,7 +223,7 @@ def _attribute(value: Any) -> AttributeValue:
 
 
 def _capacity(name: str, raw: Any) -> Capacity | None:
-    total = amount(raw.get("value")) if isinstance(raw, Mapping) else None
+    total = amount(raw.get("value")) if isinstance(raw, dict) else None
     return None if total is None else Capacity(name, total,
                                                request_policy(raw.get("requestPolicy")))
 
