@@ -140,37 +140,41 @@ def node_selection(node_selector: Mapping[str, Any]) -> NodeSelection:
 def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: str = "",
                per_device: bool = False) -> SliceDevice:
     """One published device (``spec.devices[]``) as a row. (JSON objects are dicts: the
-    plain type check, not Mapping's, for tens of thousands of devices.)"""
+    plain type check, not Mapping's, and no work for the lists a GPU mostly leaves out, for
+    tens of thousands of devices.)"""
     found = raw.get("attributes")
     attributes: Mapping[str, Any] = found if isinstance(found, dict) else {}
     found = raw.get("capacity")
-    capacity: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    published: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    capacity, quantities = {}, {}
+    for key, value in published.items():
+        if isinstance(value, dict):
+            quantities[str(key)] = str(value.get("value", ""))
+            if (readable := _capacity(str(key), value)) is not None:
+                capacity[str(key)] = readable
+        else:
+            quantities[str(key)] = str(value)
     name = str(raw.get("name", ""))
-    memory = capacity.get("memory") or capacity.get(f"{driver}/memory")
+    memory = published.get("memory") or published.get(f"{driver}/memory")
     uuid, index = attributes.get("uuid"), attributes.get("index")
+    taints, consumes = raw.get("taints"), raw.get("consumesCounters")
+    binding, failure = raw.get("bindingConditions"), raw.get("bindingFailureConditions")
     return SliceDevice(
-        slice_name, driver, pool, name,
-        attributes=_Attributes(attributes),
-        capacity={str(key): readable for key, value in capacity.items()
-                  if (readable := _capacity(str(key), value)) is not None},
-        quantities={str(key): (str(value.get("value", "")) if isinstance(value, dict)
-                               else str(value)) for key, value in capacity.items()},
+        slice_name, driver, pool, name, _Attributes(attributes), capacity, quantities,
         product=_product(attributes, driver),
         memory=str(memory.get("value")) if isinstance(memory, dict) else None,
         uuid=(str(uuid["string"]) if isinstance(uuid, dict)
               and isinstance(uuid.get("string"), str) and uuid["string"] else name),
         index=(int(index["int"]) if isinstance(index, dict)
                and isinstance(index.get("int"), int) else None),
-        taints=tuple(t for t in raw.get("taints") or [] if isinstance(t, dict)
-                     and t.get("effect") in BLOCKING_DEVICE_EFFECTS),
+        taints=tuple(t for t in taints if isinstance(t, dict)
+                     and t.get("effect") in BLOCKING_DEVICE_EFFECTS) if taints else (),
         consumes=tuple(((driver, pool, str(entry.get("counterSet", ""))),
                         counter_amounts(entry.get("counters")))
-                       for entry in raw.get("consumesCounters") or []
-                       if isinstance(entry, dict)),
+                       for entry in consumes if isinstance(entry, dict)) if consumes else (),
         shared=raw.get("allowMultipleAllocations") is True,
-        binding_conditions=tuple(str(c) for c in raw.get("bindingConditions") or []),
-        binding_failure_conditions=tuple(
-            str(c) for c in raw.get("bindingFailureConditions") or []),
+        binding_conditions=tuple(str(c) for c in binding) if binding else (),
+        binding_failure_conditions=tuple(str(c) for c in failure) if failure else (),
         reach=_reach(raw) if per_device else None)
 
 
@@ -222,8 +226,8 @@ def _attribute(value: Any) -> AttributeValue:
     return str(value.get("string", ""))
 
 
-def _capacity(name: str, raw: Any) -> Capacity | None:
-    total = amount(raw.get("value")) if isinstance(raw, dict) else None
+def _capacity(name: str, raw: Mapping[str, Any]) -> Capacity | None:
+    total = amount(raw.get("value"))
     return None if total is None else Capacity(name, total,
                                                request_policy(raw.get("requestPolicy")))
 
