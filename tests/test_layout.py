@@ -94,13 +94,7 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
     "triage/classify/subject.py": dict.fromkeys(
         ("K8sObject", "raw import"),
         "the Subject carries the raw pod and Snapshot for DRA's and Kueue's checks"),
-    # -- DRA, being moved onto rows on its own: until then its entry points take the Node
-    "scoring/cel/selector.py": {".raw": "DRA's CEL over a device's attributes"},
-    "triage/classify/checks/gpu.py": {".raw": "ClaimSet.serves / Inventory.devices_for "
-                                               "take the Node"},
-    "triage/classify/report.py": {".raw": "ClaimSet.device_rows / serves take the Node"},
-    "triage/classify/capacity.py": {".raw": "Inventory.devices_for takes the Node",
-                                    "raw import": "the Snapshot's DRA inventory and read time"},
+    "triage/classify/capacity.py": {"raw import": "the Snapshot's DRA inventory and read time"},
     # -- the resolving of a ref: it builds the Subject, handing DRA and Kueue their raw pod
     # and spec, and finds the workload a pasted name belongs to
     "triage/classify/resolve.py": dict.fromkeys(
@@ -109,8 +103,8 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
     "triage/classify/where.py": dict.fromkeys(
         ("K8sObject", "raw import"), "writes the would-be pod into a Snapshot of its own"),
 }
-# DRA's and Kueue's modules (scoring/dra/, checks/dra*.py, checks/queue*.py) are moved onto
-# rows on their own (Kueue's: tests/triage/test_queue_rows_layout.py)
+# DRA's and Kueue's modules (scoring/dra/, checks/dra*.py, checks/queue*.py) have layout
+# tests of their own: tests/scoring/test_dra_rows_layout.py, tests/triage/test_queue_rows_layout.py
 RAW_OWNED_ELSEWHERE = ("scoring/dra/", "triage/classify/checks/dra",
                        "triage/classify/checks/queue")
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from scoring.dra.inventory import Inventory
 from scoring.dra.model import PodClaim, allocated_node_names
-from scoring.dra.rows import Condition, PodClaimRefs
+from scoring.dra.rows import Condition
 
 
 @dataclass(frozen=True)
@@ -25,17 +25,17 @@ class Binding:
     drivers: tuple[str, ...]
 
 
-def binding(inventory: Inventory, claims: list[PodClaim], pod: PodClaimRefs
+def binding(inventory: Inventory, claims: list[PodClaim], uid: str, name: str
             ) -> Binding | None:
     """How far the scheduler is in binding the pod to the devices it allocated, read from the
     claims (status.allocation, status.reservedFor, status.devices[].conditions) and the
     devices' bindingConditions / bindingFailureConditions; None unless every claim is
-    allocated and reserved for this pod."""
+    allocated and reserved for this pod (by its uid, else its name)."""
     rows = [c.claim for c in claims if c.claim is not None and c.allocated_nodes is not None]
     if not claims or len(rows) < len(claims):
         return None
     for row in rows:
-        if not any(r.uid == pod.uid if pod.uid and r.uid else r.name == pod.name
+        if not any(r.uid == uid if uid and r.uid else r.name == name
                    for r in row.reserved_for):
             return None
     devices, waiting, failed, drivers = [], [], [], []

@@ -369,8 +369,7 @@ def pod_claim_refs(pod: Mapping[str, Any]) -> PodClaimRefs:
     statuses = {s.get("name"): s for s in status.get("resourceClaimStatuses") or []
                 if isinstance(s, Mapping)}
     extended = (status.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
-    return PodClaimRefs(namespace, name, str((pod.get("metadata") or {}).get("uid") or ""),
-                        template_claim_refs(spec, statuses),
+    return PodClaimRefs(namespace, name, template_claim_refs(spec, statuses),
                         str(extended) if extended and spec.get("nodeName") else None)
 
 

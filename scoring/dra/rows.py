@@ -206,7 +206,6 @@ class PodClaimRefs:
 
     namespace: str
     name: str
-    uid: str
     entries: tuple[PodClaimRef, ...]
     extended: str | None = None
 

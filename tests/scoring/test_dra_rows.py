@@ -81,6 +81,5 @@ def test_a_pods_claim_references_are_read_once() -> None:
     pod = next(p for p in _items("pods.json") if p["metadata"]["name"] == "finetune-1g")
     refs = pod_claim_refs(pod)
     assert (refs.namespace, refs.name) == ("vision", "finetune-1g")
-    assert refs.uid == "cd19d846-6841-46ab-8cd9-9d0e01d6b66e"
     [entry] = refs.entries
     assert (entry.name, entry.generated) == ("gpu", "finetune-1g-gpu-7hfk8")

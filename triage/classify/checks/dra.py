@@ -26,7 +26,6 @@ from scoring.dra import (
     RequestOutcome,
     SliceDevice,
     allocated_node_names,
-    pod_claim_refs,
     products,
 )
 from scoring.dra.binding import binding
@@ -404,9 +403,9 @@ def binding_in_progress(subject: Subject) -> Finding | None:
     """A pod without a node whose claims are all allocated and reserved for it: the scheduler
     is binding it (PreBind), waiting for the devices' binding conditions if they have any. No
     event says so while it waits, so without this it would read as an absent scheduler."""
-    if subject.dra is None or subject.pod is None:
+    if subject.dra is None or subject.row is None:
         return None
-    state = binding(subject.dra.inventory, subject.dra.claims, pod_claim_refs(subject.pod))
+    state = binding(subject.dra.inventory, subject.dra.claims, subject.row.uid, subject.row.name)
     if state is None:
         return None
     where = ", ".join(state.nodes) or "its node"
