@@ -76,7 +76,7 @@ class NodeInfo:
     @cached_property
     def hami_registration(self) -> Registration | None:
         """HAMi's device registration annotation, decoded once."""
-        return parse_registration(self.raw)
+        return parse_registration((self.raw.get("metadata") or {}).get("annotations") or {})
 
 
 def _amounts(node: K8sObject, section: str) -> dict[str, int]:

@@ -88,9 +88,6 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
     "scoring/nodes.py": dict.fromkeys(("section", "K8sObject", "raw import"),
                                       "the node facts nodetable.py parses"),
     "scoring/objects.py": dict.fromkeys(("section", "K8sObject"), "the raw object helpers"),
-    "scoring/hami/formats.py": dict.fromkeys(
-        ("section", "raw import"), "HAMi's annotation formats, which triage.rows sums per node"),
-    "scoring/hami/request.py": {"section": "HAMi's reading of the subject pod's containers"},
     "triage/classify/subject.py": dict.fromkeys(
         ("K8sObject", "raw import"),
         "the Subject carries the raw pod and Snapshot for DRA's and Kueue's checks"),

@@ -2,14 +2,15 @@
 
 Everything here mirrors HAMi's scheduler extender (``pkg/device/nvidia`` Fit,
 ``pkg/scheduler/score.go``, ``pkg/scheduler/policy``) closely enough to give the same
-codes and the same reason strings, computed from the objects alone. Formats are described
-in the HAMi reference notes; the function docstrings say where gpuwhy deliberately differs.
+codes and the same reason strings, computed from the rows alone: ``formats`` parses the
+annotations the row builders hand it, ``usage`` sums the pods' rows per card, ``fit`` judges
+a node. Formats are described in the HAMi reference notes; the function docstrings say where
+gpuwhy deliberately differs.
 """
 
 from scoring.hami.fit import (
     HAMI_HOLDERS,
     HamiNodeFit,
-    fit_node,
     fit_registered,
     pick_order,
 )
@@ -28,15 +29,12 @@ from scoring.hami.formats import (
     NODE_UNREGISTERED,
     NUMA_NOT_FIT,
     Registration,
-    Usage,
-    device_usage,
     parse_allocation,
     parse_registration,
+    pod_allocation,
 )
-from scoring.hami.request import (
-    HamiRequest,
-    hami_request,
-)
+from scoring.hami.request import HamiContainer, HamiRequest
+from scoring.hami.usage import Usage, device_usage
 
 __all__ = [
     "ALL_CODES",
@@ -53,15 +51,15 @@ __all__ = [
     "NODE_INSUFFICIENT_DEVICE",
     "NODE_UNREGISTERED",
     "NUMA_NOT_FIT",
+    "HamiContainer",
     "HamiNodeFit",
     "HamiRequest",
     "Registration",
     "Usage",
     "device_usage",
-    "fit_node",
     "fit_registered",
-    "hami_request",
     "parse_allocation",
     "parse_registration",
     "pick_order",
+    "pod_allocation",
 ]

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from scoring.hami.formats import (
     CARD_COMPUTE_UNITS_EXHAUSTED,
@@ -20,7 +19,6 @@ from scoring.hami.formats import (
     CARD_TIME_SLICING_EXHAUSTED,
     CARD_TYPE_MISMATCH,
     CARD_UUID_MISMATCH,
-    CORDON_KEY,
     EXCLUSIVE_DEVICE_ALLOCATE_CONFLICT,
     FULL_CARD_CORES,
     NODE_INSUFFICIENT_DEVICE,
@@ -30,15 +28,10 @@ from scoring.hami.formats import (
     SCORE_WEIGHT,
     HamiDevice,
     Registration,
-    Usage,
-    annotations_of,
-    device_usage,
     gpu_binpack,
-    object_name,
-    parse_registration,
-    pod_ref,
 )
 from scoring.hami.request import HamiRequest
+from scoring.hami.usage import Usage
 from scoring.verdict import Device
 
 # -- the fit -----------------------------------------------------------------------------------
@@ -59,7 +52,7 @@ class HamiNodeFit:
     @property
     def devices(self) -> list[Device]:
         """New rows on every read: one fit serves every answer of its snapshot that asks
-        alike (``Snapshot.hami_fit``), and an answer writes its node's outcome into them."""
+        alike (``Rows.hami_fit``), and an answer writes its node's outcome into them."""
         return _devices(self.cards, self.codes)
 
 
@@ -151,34 +144,23 @@ def _first_failure(checks: tuple[tuple[str, _Check], ...], card: _CardState,
     return None
 
 
-def fit_node(node: Mapping[str, Any], pods_on_node: Iterable[Mapping[str, Any]],
-             pod: Mapping[str, Any], request: HamiRequest) -> HamiNodeFit:
+def fit_registered(registration: Registration, usage: Mapping[str, Usage],
+                   request: HamiRequest) -> HamiNodeFit:
     """Would HAMi place ``request`` on this node, and if not, HAMi's reason string.
 
-    ``pods_on_node`` are the pods bound to the node (terminated ones may be included);
-    the pod itself is left out, so a bound pod is judged with the usage before it.
+    ``registration`` is the node's, decoded once (``NodeInfo.hami_registration``); ``usage``
+    its cards' usage summed over its pods' rows (``scoring.hami.usage``), leaving out the
+    pod being placed, so a bound pod is judged with the usage before it.
     Every device carries its own first failing code, also on a node that fits (a card
     that fits carries None, also when too few fit: the reason string counts only the
     codes of reference/hami.md). A card picked and then given up for another NUMA node
     counts as ``NumaNotFit``, one per card.
     """
-    registration = parse_registration(node)
-    if registration is None or not registration.registered:
-        return HamiNodeFit(registered=False, fits=False, reason=NODE_UNREGISTERED)
-    own = pod_ref(pod)
-    usage = device_usage(object_name(node), (p for p in pods_on_node if pod_ref(p) != own))
-    return fit_registered(node, registration, usage, request)
-
-
-def fit_registered(node: Mapping[str, Any], registration: Registration,
-                   usage: Mapping[str, Usage], request: HamiRequest) -> HamiNodeFit:
-    """``fit_node`` with the node's registration decoded and its usage summed already (both
-    kept per node by the caller; ``usage`` leaves out the pod being placed)."""
     if not registration.registered:
         return HamiNodeFit(registered=False, fits=False, reason=NODE_UNREGISTERED)
     cards = [_CardState(d, usage.get(d.uuid) or _UNUSED) for d in registration.devices
              if NVIDIA_TYPE_WORD in d.type]
-    cordoned = frozenset(u.strip() for u in (annotations_of(node).get(CORDON_KEY) or "").split(","))
+    cordoned = registration.cordoned
     before = cards
     shown: list[str | None] | None = None  # the first container's codes, shown when it fits
     chosen: list[str] = []

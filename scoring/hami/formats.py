@@ -1,15 +1,15 @@
 """HAMi's annotations as it writes them: device registration on a node, allocations on a pod,
-the codes and keys its scheduler uses, and the usage of each card they add up to.
+and the codes and keys its scheduler uses. Each parser reads an annotations mapping, handed
+over by the step that builds the rows (the node table, ``triage.rows``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from scoring.objects import is_terminated
+from scoring.rows import HamiAllocated, HamiAllocation
 
 REGISTER_KEYS = ("hami.io/node-nvidia-register", "4pd.io/node-nvidia-register")
 HANDSHAKE_KEYS = ("hami.io/node-handshake", "4pd.io/node-handshake")
@@ -89,9 +89,10 @@ class Registration:
     devices: list[HamiDevice]
     registered: bool
     problem: str | None = None  # one line: an odd annotation, or a Deleted_ handshake
+    cordoned: frozenset[str] = frozenset()  # hami.io/device-cordon's UUIDs
 
 
-def parse_registration(node: Mapping[str, Any]) -> Registration | None:
+def parse_registration(annotations: Mapping[str, str]) -> Registration | None:
     """The node's HAMi devices; None when no register annotation exists (not HAMi-managed).
 
     A value HAMi cannot decode leaves the node out of HAMi's cache, so it is reported as
@@ -99,7 +100,6 @@ def parse_registration(node: Mapping[str, Any]) -> Registration | None:
     is not judged: since v2.8 HAMi checks NVIDIA nodes through status.allocatable, so an old
     ``Requesting_`` stamp is harmless, and a pure function has no clock to judge it by.
     """
-    annotations = annotations_of(node)
     key = next((k for k in REGISTER_KEYS if k in annotations), None)
     if key is None:
         return None
@@ -116,8 +116,9 @@ def parse_registration(node: Mapping[str, Any]) -> Registration | None:
     if handshake.startswith("Deleted_"):
         return Registration(devices=devices, registered=False,
                             problem=f"handshake is {handshake!r}: HAMi dropped this node's devices")
+    cordoned = frozenset(u.strip() for u in (annotations.get(CORDON_KEY) or "").split(","))
     return Registration(devices=devices, registered=True,
-                        problem=f"{key}: {problem}" if problem else None)
+                        problem=f"{key}: {problem}" if problem else None, cordoned=cordoned)
 
 
 def _decode_json_devices(value: str) -> tuple[list[HamiDevice] | None, str | None]:
@@ -218,56 +219,23 @@ def parse_allocation(value: str) -> list[list[AllocatedDevice]]:
     return containers
 
 
-@dataclass
-class Usage:
-    used: int = 0  # tasks sharing the card
-    usedmem: int = 0  # MiB
-    usedcores: int = 0
-    holders: list[str] = field(default_factory=list)  # "ns/pod"
+def pod_allocation(annotations: Mapping[str, str]) -> HamiAllocation | None:
+    """What HAMi allocated the pod, or None when it assigned the pod no node.
 
-
-def device_usage(node_name: str, pods_on_node: Iterable[Mapping[str, Any]]) -> dict[str, Usage]:
-    """Usage per device UUID, summed like HAMi over pods it assigned to this node.
-
-    Only pods whose ``hami.io/vgpu-node`` names the node count, and only while they hold
-    their devices: Succeeded and Failed pods do not, Pending and Terminating ones do.
+    ``hami.io/vgpu-devices-allocated`` once the devices are handed over, the devices still
+    to allocate before; MIG allocations carry the slice after the card UUID (GPU-x[1-0]),
+    and count against the card.
     """
-    usage: dict[str, Usage] = {}
-    for pod in pods_on_node:
-        annotations = annotations_of(pod)
-        if annotations.get(ASSIGNED_NODE_KEY) != node_name or is_terminated(pod):
-            continue
-        value = annotations.get(ALLOCATED_KEY)
-        if value is None:
-            value = annotations.get(TO_ALLOCATE_KEY, "")
-        holder = pod_ref(pod)
-        for container in parse_allocation(str(value)):
-            for uuid, _type, memory, cores in container:
-                # MIG allocations carry the slice after the card UUID: GPU-x[1-0]
-                card = usage.setdefault(uuid.split("[", 1)[0], Usage())
-                card.used += 1
-                card.usedmem += memory
-                card.usedcores += cores
-                if holder not in card.holders:
-                    card.holders.append(holder)
-    return usage
-
-
-# -- object access -----------------------------------------------------------------------------
-
-
-def pod_ref(pod: Mapping[str, Any]) -> str:
-    meta = pod.get("metadata", {}) or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
-
-
-def object_name(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata", {}) or {}).get("name", ""))
-
-
-def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    return dict((obj.get("metadata", {}) or {}).get("annotations") or {})
-
+    node = annotations.get(ASSIGNED_NODE_KEY)
+    if not isinstance(node, str):
+        return None
+    value = annotations.get(ALLOCATED_KEY)
+    if value is None:
+        value = annotations.get(TO_ALLOCATE_KEY, "")
+    return HamiAllocation(node=node, devices=tuple(
+        HamiAllocated(card=uuid.split("[", 1)[0], memory=memory, cores=cores)
+        for container in parse_allocation(str(value))
+        for uuid, _type, memory, cores in container))
 
 
 def policy_words(policy: str | None) -> list[str]:

@@ -1,12 +1,14 @@
 """What a pod asks HAMi for: per container count, memory (MiB or a percentage) and cores, and
-the pod's HAMi annotations (card type and UUID choices, NUMA binding, policies)."""
+the pod's HAMi annotations (card type and UUID choices, NUMA binding, policies).
+
+Read off the pod's containers by ``triage.rows.hami_request``, which hands each one's HAMi
+amounts over as a ``HamiContainer``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
 
 from scoring.hami.formats import (
     CORES_RESOURCE,
@@ -25,10 +27,8 @@ from scoring.hami.formats import (
     USE_TYPE_KEY,
     USE_UUID_KEY,
     VGPU_MODE_KEY,
-    annotations_of,
     policy_words,
 )
-from scoring.quantity import QuantityError, parse_quantity
 
 # -- what the pod asks for --------------------------------------------------------------------
 
@@ -81,26 +81,35 @@ class HamiRequest:
                      for count, mem, percentage, cores in self.asks)
 
 
-def hami_request(pod: Mapping[str, Any]) -> HamiRequest | None:
+@dataclass(frozen=True)
+class HamiContainer:
+    """One container's HAMi resources: each of ``HAMI_RESOURCES`` its limits or requests name,
+    limits first, as an integer (None: the quantity does not parse)."""
+
+    name: str
+    amounts: Mapping[str, int | None]
+
+
+def request_of(containers: Sequence[HamiContainer], scheduler: str,
+                 annotations: Mapping[str, str]) -> HamiRequest | None:
     """The pod's request as HAMi reads it, or None when HAMi has nothing to place.
 
-    None when no container asks for ``nvidia.com/gpu`` or a sharing resource, and also when
-    only whole GPUs are asked for and the pod is not for hami-scheduler (plain device plugin).
+    ``containers`` are the pod's, init containers first; ``scheduler`` its
+    spec.schedulerName. None when no container asks for ``nvidia.com/gpu`` or a sharing
+    resource, and also when only whole GPUs are asked for and the pod is not for
+    hami-scheduler (plain device plugin).
 
     The request shown is the largest container's (most cards, then most memory, then most
-    cores); ``asks`` keeps every container's, which ``fit_node`` places in turn like HAMi.
+    cores); ``asks`` keeps every container's, which the fit places in turn like HAMi.
     """
-    spec = pod.get("spec", {}) or {}
-    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
-    asks = [(str(c.get("name", "")), _container_request(c)) for c in containers]
+    asks = [(c.name, _container_request(c.amounts)) for c in containers]
     asking = [(name, request) for name, request in asks if request is not None]
-    uses_sharing = any(_container_has(c, SHARING_RESOURCES) for c in containers)
-    if not asking or (not uses_sharing and spec.get("schedulerName") != HAMI_SCHEDULER):
+    uses_sharing = any(name in c.amounts for c in containers for name in SHARING_RESOURCES)
+    if not asking or (not uses_sharing and scheduler != HAMI_SCHEDULER):
         return None
     name, largest = max(asking, key=lambda item: (item[1][0], item[1][1] or 0, item[1][2] or 0,
                                                   item[1][3]))
     count, mem, percentage, cores = largest
-    annotations = annotations_of(pod)
 
     def listed(key: str) -> tuple[str, ...] | None:
         return tuple(annotations[key].split(",")) if key in annotations else None
@@ -116,13 +125,17 @@ def hami_request(pod: Mapping[str, Any]) -> HamiRequest | None:
         gpu_policy=annotations.get(GPU_POLICY_KEY))
 
 
+# Every resource of a container HAMi reads
+HAMI_RESOURCES = (COUNT_RESOURCE, MEMORY_RESOURCE, MEMORY_PERCENTAGE_RESOURCE, CORES_RESOURCE)
+
+
 def _container_request(
-        container: Mapping[str, Any]) -> tuple[int, int | None, int | None, int] | None:
+        amounts: Mapping[str, int | None]) -> tuple[int, int | None, int | None, int] | None:
     """(count, mem, percentage, cores) with HAMi's defaults, or None without a GPU ask."""
-    count = _resource(container, COUNT_RESOURCE)
-    mem = _resource(container, MEMORY_RESOURCE)
-    percentage = _resource(container, MEMORY_PERCENTAGE_RESOURCE)
-    cores = _resource(container, CORES_RESOURCE)
+    count = amounts.get(COUNT_RESOURCE)
+    mem = amounts.get(MEMORY_RESOURCE)
+    percentage = amounts.get(MEMORY_PERCENTAGE_RESOURCE)
+    cores = amounts.get(CORES_RESOURCE)
     if count is None:
         if mem is None and percentage is None and cores is None:
             return None
@@ -137,24 +150,3 @@ def _container_request(
     if mem is None and percentage is None:
         percentage = 100
     return count, mem, percentage, min(cores, FULL_CARD_CORES)
-
-
-def _resource(container: Mapping[str, Any], name: str) -> int | None:
-    """Limits first, then requests; quantities as the API server stores them ("70k")."""
-    resources = container.get("resources", {}) or {}
-    for section in ("limits", "requests"):
-        values = resources.get(section, {}) or {}
-        if name in values:
-            try:
-                return int(parse_quantity(values[name]))
-            except QuantityError:
-                return None
-    return None
-
-
-def _container_has(container: Mapping[str, Any], names: Iterable[str]) -> bool:
-    resources = container.get("resources", {}) or {}
-    present = {*(resources.get("limits") or {}), *(resources.get("requests") or {})}
-    return any(name in present for name in names)
-
-

@@ -6,11 +6,14 @@ from scoring.rows.objects import PodGroupRow, QuotaRow, WorkloadRow
 from scoring.rows.pods import (
     ContainerExit,
     ContainerState,
+    HamiAllocated,
+    HamiAllocation,
     OwnerRef,
     PodCondition,
     PodRow,
     PodSpecFacts,
 )
 
-__all__ = ["ContainerExit", "ContainerState", "EventRow", "OwnerRef", "PodCondition",
-           "PodGroupRow", "PodRow", "PodSpecFacts", "QuotaRow", "WorkloadRow"]
+__all__ = ["ContainerExit", "ContainerState", "EventRow", "HamiAllocated", "HamiAllocation",
+           "OwnerRef", "PodCondition", "PodGroupRow", "PodRow", "PodSpecFacts", "QuotaRow",
+           "WorkloadRow"]

@@ -59,6 +59,24 @@ class PodCondition:
 
 
 @dataclass(frozen=True, slots=True)
+class HamiAllocated:
+    """One device HAMi allocated one of the pod's containers."""
+
+    card: str  # the card's UUID (a MIG slice's card)
+    memory: int  # MiB
+    cores: int
+
+
+@dataclass(frozen=True, slots=True)
+class HamiAllocation:
+    """What HAMi allocated the pod: the node it assigned (hami.io/vgpu-node) and the devices of
+    every container, init containers first, a card once per container using it."""
+
+    node: str
+    devices: tuple[HamiAllocated, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class PodRow:
     """One pod: who it is, where it is, what it holds and asks for."""
 
@@ -87,6 +105,7 @@ class PodRow:
     message: str = field(repr=False)
     conditions: tuple[PodCondition, ...] = field(repr=False)
     containers: tuple[ContainerState, ...] = field(repr=False)
+    hami: HamiAllocation | None = field(repr=False)  # None: HAMi assigned it no node
 
     @property
     def key(self) -> tuple[str, str]:

@@ -1,7 +1,8 @@
 """scoring.hami: registration, allocations, usage, requests, the device fit and scores.
 
 Nodes and pods are built as the API server returns them: annotations are strings and
-quantities are canonical ("70k", not 70000).
+quantities are canonical ("70k", not 70000). They reach scoring.hami as the funnel hands
+them over: through the node table's and the pods' rows (triage.rows).
 """
 
 from __future__ import annotations
@@ -15,15 +16,17 @@ import pytest
 from scoring.hami import (
     HamiNodeFit,
     HamiRequest,
+    Registration,
     Usage,
     device_usage,
-    fit_node,
-    hami_request,
     parse_allocation,
-    parse_registration,
     pick_order,
 )
+from scoring.nodetable import node_info
+from scoring.objects import object_key
+from scoring.rows import HamiAllocation
 from tests.paths import FIXTURES
+from triage.rows import hami_request, pod_row
 from triage.snapshot import Snapshot
 
 FIXTURE = FIXTURES / "scenarios" / "hami-sharing"
@@ -82,6 +85,28 @@ def holder(name: str, node_name: str, allocated: str, phase: str = "Running",
              "hami.io/vgpu-devices-to-allocate": ";", "hami.io/bind-phase": "success", **extra}
     return pod(name, {"nvidia.com/gpu": "1"}, annotations=notes, phase=phase,
                node_name=node_name)
+
+
+def parse_registration(the_node: dict[str, Any]) -> Registration | None:
+    """The node's HAMi registration as the node table's row decodes it."""
+    return node_info(the_node).hami_registration
+
+
+def fit_node(the_node: dict[str, Any], pods_on_node: list[dict[str, Any]],
+             the_pod: dict[str, Any], request: HamiRequest) -> HamiNodeFit:
+    """HAMi's fit as the funnel asks it of the rows: the node's row, the usage summed over
+    its pods' rows, the pod itself left out."""
+    snapshot = Snapshot(nodes=[the_node], pods=pods_on_node)
+    return _fit_on_rows(snapshot, object_key(the_node)[1], the_pod, request)
+
+
+def _fit_on_rows(snapshot: Snapshot, node_name: str, the_pod: dict[str, Any],
+                 request: HamiRequest) -> HamiNodeFit:
+    info = snapshot.node_info(node_name)
+    assert info is not None
+    fit = snapshot.rows.hami_fit(info, request, without=object_key(the_pod))
+    assert fit is not None, "the node has no HAMi registration"
+    return fit
 
 
 # -- registration ----------------------------------------------------------------------------
@@ -213,13 +238,38 @@ def test_usage_counts_pending_and_terminating_but_not_finished_pods() -> None:
     del only_to_allocate["metadata"]["annotations"]["hami.io/vgpu-devices-allocated"]
     only_to_allocate["metadata"]["annotations"]["hami.io/vgpu-devices-to-allocate"] = (
         "GPU-b,NVIDIA,100,1:;")
-    usage = device_usage("n1", [running, pending, terminating, succeeded, failed, elsewhere,
-                                two_cards, only_to_allocate])
+    usage = device_usage("n1", [pod_row(p) for p in (
+        running, pending, terminating, succeeded, failed, elsewhere, two_cards, only_to_allocate)])
     assert usage == {
         "GPU-a": Usage(used=4, usedmem=6500, usedcores=65,
                        holders=["ml/running", "ml/pending", "ml/terminating", "ml/two"]),
         "GPU-b": Usage(used=2, usedmem=600, usedcores=6, holders=["ml/two", "ml/binding"]),
     }
+
+
+def test_the_pod_row_carries_its_allocation_parsed_once() -> None:
+    mig = holder("mig", "n1", "GPU-a[1-0],NVIDIA,5000,0:;GPU-b,NVIDIA,lots,5:GPU-c,NVIDIA,10,5:;",
+                 phase="Pending")
+    allocation = pod_row(mig).hami
+    assert allocation is not None and allocation.node == "n1"
+    # the MIG slice counts against its card; an unreadable entry is skipped
+    assert [(d.card, d.memory, d.cores) for d in allocation.devices] == [
+        ("GPU-a", 5000, 0), ("GPU-c", 10, 5)]
+    assert pod_row(pod("plain", {"nvidia.com/gpu": "1"}, node_name="n1")).hami is None
+    unplaced = pod("waiting", {"nvidia.com/gpumem": "1k"},
+                   annotations={"hami.io/vgpu-node": "n1"})
+    assert pod_row(unplaced).hami == HamiAllocation(node="n1", devices=())
+
+
+def test_a_pod_bound_to_the_node_but_assigned_another_holds_nothing_there() -> None:
+    hami_node = node("n1", [card("GPU-0", count=1)])
+    stray = holder("stray", "n1", "GPU-0,NVIDIA,100,1:;", **{"hami.io/vgpu-node": "n2"})
+    asking = pod("p", SMALL)
+    fit = fit_node(hami_node, [stray], asking, _request(asking))
+    assert fit.fits and fit.devices[0].holders == []
+    counted = holder("counted", "n1", "GPU-0,NVIDIA,100,1:;")
+    assert fit_node(hami_node, [counted], asking, _request(asking)).reason == (
+        "1/1 CardTimeSlicingExhausted")
 
 
 # -- the request -----------------------------------------------------------------------------
@@ -449,9 +499,8 @@ def snapshot() -> Snapshot:
 
 def _fit_in_snapshot(snapshot: Snapshot, pod_name: str, node_name: str) -> HamiNodeFit:
     the_pod = snapshot.pod("hami", pod_name)
-    the_node = snapshot.node(node_name)
-    assert the_pod is not None and the_node is not None
-    return fit_node(the_node, snapshot.pods_on(node_name), the_pod, _request(the_pod))
+    assert the_pod is not None
+    return _fit_on_rows(snapshot, node_name, the_pod, _request(the_pod))
 
 
 def _expected_codes() -> list[tuple[str, str, str]]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from scoring.hami import HamiRequest, fit_node, hami_request
+from scoring.hami import HamiRequest
 from scoring.summary import log_lines, proposal_summary
 from scoring.verdict import Device, NodeReport
 from tests.paths import FIXTURES
+from triage.rows import hami_request
 from triage.snapshot import Snapshot
 
 FIXTURE = FIXTURES / "scenarios" / "hami-sharing"
@@ -95,9 +96,10 @@ def test_hami_sharing_needs_40g_log_lines() -> None:
     request = hami_request(the_pod)
     assert request is not None
     nodes = []
-    for node in snapshot.nodes:
-        name = node["metadata"]["name"]
-        fit = fit_node(node, snapshot.pods_on(name), the_pod, request)
+    for node in snapshot.node_table:
+        name = node.name
+        fit = snapshot.rows.hami_fit(node, request)
+        assert fit is not None
         nodes.append(NodeReport(name=name, outcome=fit.reason or "fit", devices=fit.devices))
     lines = log_lines("hami/needs-40g", nodes, request)
     assert lines[0] == (logging.INFO, 'NodeUnfitPod pod="hami/needs-40g" node="hami-a100-1" '

@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.dra import IMPLICIT_EXTENDED_PREFIX, ClaimSet, serves_extended
-from scoring.hami import hami_request
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import EventRow, PodRow, PodSpecFacts
 from scoring.verdict import Verdict
@@ -19,7 +18,7 @@ from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.gangs import gang_of, gang_pods
 from triage.pods import effective_request, gpu_requests, named_resources
 from triage.refs import PodRef
-from triage.rows import spec_facts
+from triage.rows import hami_request, spec_facts
 from triage.snapshot import WORKLOAD_KINDS, Snapshot
 from triage.vocabulary import Cause
 

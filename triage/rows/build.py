@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
+from scoring.hami.formats import pod_allocation
 from scoring.nodes import required_terms
 from scoring.objects import TERMINAL_PHASES, K8sObject
 from scoring.quantity import QuantityError, parse_quantity
@@ -48,7 +49,8 @@ def pod_row(pod: K8sObject) -> PodRow:
         reason=str(status.get("reason") or ""), message=str(status.get("message") or ""),
         conditions=tuple(pod_condition(c) for c in status.get("conditions") or ()),
         containers=tuple(_container(section, c) for section in (
-            "initContainerStatuses", "containerStatuses") for c in status.get(section) or ()))
+            "initContainerStatuses", "containerStatuses") for c in status.get(section) or ()),
+        hami=pod_allocation(metadata.get("annotations") or {}))
 
 
 def _held_since(status: Mapping[str, Any]) -> str | None:

@@ -13,6 +13,7 @@ from decimal import Decimal
 from functools import cached_property
 
 from scoring.hami import HamiNodeFit, HamiRequest, Usage, device_usage, fit_registered
+from scoring.hami.formats import ASSIGNED_NODE_KEY
 from scoring.nodetable import NodeInfo
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import EventRow, PodGroupRow, PodRow, QuotaRow, WorkloadRow
@@ -127,16 +128,23 @@ class Rows:
 
     def hami_usage(self, node_name: str, without: tuple[str, str] | None = None
                    ) -> Mapping[str, Usage]:
-        """HAMi's device usage on the node (by card UUID), summed once over its pods;
+        """HAMi's device usage on the node (by card UUID), summed once over its pods' rows;
         ``without`` a pod (the bound pod judged with the usage before it: not kept)."""
         if without is not None:
-            return device_usage(node_name, (p for p in self._snapshot.pods_on(node_name)
-                                            if object_key(p) != without))
+            return device_usage(node_name, (row for row in self._hami_placed(node_name)
+                                            if row.key != without))
         usage = self._hami_usage.get(node_name)
         if usage is None:
             usage = self._hami_usage[node_name] = device_usage(
-                node_name, self._snapshot.pods_on(node_name))
+                node_name, self._hami_placed(node_name))
         return usage
+
+    def _hami_placed(self, node_name: str) -> list[PodRow]:
+        """The rows of the node's pods HAMi assigned it: rows only for those (a look at one
+        annotation), as ``holders_on`` builds them only for the pods naming its resource."""
+        return [self._row(pod) for pod in self._snapshot.pods_on(node_name)
+                if ((pod.get("metadata") or {}).get("annotations") or {}).get(
+                    ASSIGNED_NODE_KEY) == node_name]
 
     def hami_fit(self, node: NodeInfo, request: HamiRequest,
                  without: tuple[str, str] | None = None) -> HamiNodeFit | None:
@@ -147,12 +155,11 @@ class Rows:
         if registration is None:
             return None
         if without is not None:
-            return fit_registered(node.raw, registration,
-                                  self.hami_usage(node.name, without), request)
+            return fit_registered(registration, self.hami_usage(node.name, without), request)
         key = (node.name, request)
         fit = self._hami_fits.get(key)
         if fit is None:
-            fit = self._hami_fits[key] = fit_registered(node.raw, registration,
+            fit = self._hami_fits[key] = fit_registered(registration,
                                                         self.hami_usage(node.name), request)
         return fit
 
