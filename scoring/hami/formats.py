@@ -116,7 +116,7 @@ def parse_registration(annotations: Mapping[str, str]) -> Registration | None:
     if handshake.startswith("Deleted_"):
         return Registration(devices=devices, registered=False,
                             problem=f"handshake is {handshake!r}: HAMi dropped this node's devices")
-    cordoned = frozenset(u.strip() for u in (annotations.get(CORDON_KEY) or "").split(","))
+    cordoned = frozenset(u.strip() for u in str(annotations.get(CORDON_KEY) or "").split(","))
     return Registration(devices=devices, registered=True,
                         problem=f"{key}: {problem}" if problem else None, cordoned=cordoned)
 

@@ -199,6 +199,17 @@ def test_deleted_handshake_means_unregistered() -> None:
     assert fit_node(hami_node, [], pod("p"), request).reason == "node unregistered"
 
 
+def test_cordoned_cards_are_read_with_the_registration_an_odd_value_as_its_text() -> None:
+    registration = parse_registration(node("n1", [card("GPU-0")],
+                                           {"hami.io/device-cordon": "GPU-0, GPU-9"}))
+    assert registration is not None and registration.cordoned == {"GPU-0", "GPU-9"}
+    odd = node("n1", [card("GPU-0")])
+    odd["metadata"]["annotations"]["hami.io/device-cordon"] = 7
+    registration = parse_registration(odd)
+    assert registration is not None and registration.registered
+    assert registration.cordoned == {"7"}
+
+
 def test_old_requesting_handshake_is_not_judged() -> None:
     hami_node = node("quiet", [card("GPU-0")],
                      {"hami.io/node-handshake": "Requesting_2020-01-01 00:00:00"})
