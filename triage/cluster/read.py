@@ -198,11 +198,13 @@ def _read_more(reader: ClusterReader, snapshot: NodesReadSnapshot, missing: Pods
         with bulk_parse(freeze=False):
             added = read_pods_on(reader, [missing.node], page_size)
         return replace(snapshot, pods=[*snapshot.pods, *added],
-                       read_on=snapshot.read_on | {missing.node})
+                       read_on=snapshot.read_on | {missing.node}
+                       ).keeping_pod_free_indexes(snapshot)
     with bulk_parse(freeze=False):
         pods = _all_pods(reader, page_size)
     return Snapshot(**{f.name: getattr(snapshot, f.name) for f in fields(Snapshot)}
-                    | {"pods": merge_pods(pods, snapshot.fetched)})
+                    | {"pods": merge_pods(pods, snapshot.fetched)}
+                    ).keeping_pod_free_indexes(snapshot)
 
 
 def answer_cold(api_client: ApiClient, ref: PodRef, answer: Callable[[Snapshot], Answer],

@@ -192,6 +192,24 @@ def test_pods_an_answer_asks_for_beyond_the_pinned_nodes_are_read(
         "spec.nodeName=gpu-a10-full", "spec.nodeName=gpu-a100-1"]
 
 
+def test_an_answer_read_again_with_more_pods_keeps_the_node_table(
+        client: ApiClient, api: FakeKubeAPI) -> None:
+    # Nodes are not read again, so they are not parsed again: the retries' node rows are the
+    # first read's own objects, with one more node's pods and then with every pod.
+    tables: list[tuple[int, ...]] = []
+
+    def answer(snapshot: Snapshot) -> int:
+        tables.append(tuple(id(row) for row in snapshot.node_table))
+        if len(tables) == 1:
+            snapshot.pods_on("gpu-a100-1")
+        elif len(tables) == 2:
+            snapshot.pods_in("research")
+        return len(tables)
+
+    assert cold.answer_cold(client, ref_of("research/full"), answer) == 3
+    assert len(tables[0]) == 6 and tables[0] == tables[1] == tables[2]
+
+
 def test_an_answer_asking_for_pods_by_namespace_gets_every_pod(
         client: ApiClient, api: FakeKubeAPI) -> None:
     def answer(snapshot: Snapshot) -> list[str]:
