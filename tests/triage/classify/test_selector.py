@@ -26,3 +26,15 @@ def test_node_affinity_is_checked_when_the_node_selector_matches(
         "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
     verdict = triage(Snapshot(**lists), PodRef("research", "full"))
     assert verdict.cause == cause
+
+
+def test_an_empty_list_of_terms_is_named_the_node_selection() -> None:
+    lists = load_lists("seven-states")
+    pod = find(lists["pods"], "full", "research")
+    del pod["spec"]["nodeSelector"]
+    pod["spec"]["affinity"] = {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}
+    verdict = triage(Snapshot(**lists), PodRef("research", "full"))
+    assert verdict.action == ("the node selection matches none of the 6 nodes. On cpu-1: unmatched"
+                              " no term matches. Fix the selector, or label a node that should"
+                              " run it.")
