@@ -1,0 +1,40 @@
+"""other-constraint for a pod held by scheduling gates that are not Kueue's, read as whole
+sentences (the scheduling-gates recording): one gate, two gates, the API server's condition."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.paths import FIXTURES
+from triage.classify import triage
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+
+SCENARIO = FIXTURES / "scenarios-extra" / "scheduling-gates"
+LICENSE = "example.com/license-check"
+GATED = ("PodScheduled condition (API server)",
+         "SchedulingGated: Scheduling is blocked due to non-empty scheduling gates")
+
+
+@pytest.fixture(scope="module")
+def recorded() -> Snapshot:
+    return Snapshot.from_dir(SCENARIO)
+
+
+@pytest.mark.parametrize(("name", "gates", "action"), [
+    ("gate-one", LICENSE,
+     f"GPU-wise gpu-a100-1 fit, but the pod has scheduling gate {LICENSE}: no scheduler looks at"
+     " it until it is removed. Whoever added it removes it when ready: check that controller is"
+     " running, or remove the gate if nothing manages it."),
+    ("gate-two", f"{LICENSE}, example.com/capacity-reservation",
+     f"GPU-wise gpu-a100-1 fit, but the pod has scheduling gates {LICENSE},"
+     " example.com/capacity-reservation: no scheduler looks at it until they are removed."
+     " Whoever added them removes them when ready: check that controller is running, or remove"
+     " the gate if nothing manages it."),
+])
+def test_gates_are_named_with_who_removes_them(recorded: Snapshot, name: str, gates: str,
+                                               action: str) -> None:
+    verdict = triage(recorded, parse_ref(f"lab/{name}"))
+    assert (verdict.cause, verdict.action) == ("other-constraint", action)
+    assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
+        (f"Pod lab/{name}", "spec.schedulingGates", gates), (f"Pod lab/{name}", *GATED)]
