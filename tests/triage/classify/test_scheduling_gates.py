@@ -38,3 +38,12 @@ def test_gates_are_named_with_who_removes_them(recorded: Snapshot, name: str, ga
     assert (verdict.cause, verdict.action) == ("other-constraint", action)
     assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
         (f"Pod lab/{name}", "spec.schedulingGates", gates), (f"Pod lab/{name}", *GATED)]
+
+
+def test_a_name_both_pods_start_with_suggests_both(recorded: Snapshot) -> None:
+    verdict = triage(recorded, parse_ref("lab/gate"))
+    assert (verdict.cause, verdict.action) == (
+        "pod-not-found",
+        "no pod, workload or event named lab/gate exists. Did you mean lab/gate-one or"
+        " lab/gate-two? Check the name and namespace (kubectl -n lab get pods,jobs,deployments);"
+        " events expire after an hour, so an old rejection leaves no trace.")
