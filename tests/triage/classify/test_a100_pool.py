@@ -60,3 +60,16 @@ def test_a_job_refused_by_pod_security_quotes_the_newest_refusal(recorded: Snaps
         " level, admission webhook, LimitRange).")
     assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
         ("Job lab/restricted", "event FailedCreate", f"Error creating: {refused}")]
+
+
+def test_a_deleted_pod_whose_events_remain_names_the_latest(recorded: Snapshot) -> None:
+    verdict = triage(recorded, parse_ref("lab/gone-trainer"))
+    assert (verdict.cause, verdict.action) == (
+        "pod-not-found",
+        "no pod or workload named lab/gone-trainer exists now, but 2 events about it remain"
+        " (latest: Killing at 2026-11-30T13:41:10): it was deleted, or finished and cleaned up."
+        " Check who deletes it (kubectl -n lab get events --field-selector"
+        " involvedObject.name=gone-trainer).")
+    assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
+        ("namespace lab", "pods, workloads", "nothing named gone-trainer"),
+        ("Pod lab/gone-trainer", "event Killing", "Stopping container train")]
