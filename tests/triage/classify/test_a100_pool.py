@@ -73,3 +73,15 @@ def test_a_deleted_pod_whose_events_remain_names_the_latest(recorded: Snapshot) 
     assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
         ("namespace lab", "pods, workloads", "nothing named gone-trainer"),
         ("Pod lab/gone-trainer", "event Killing", "Stopping container train")]
+
+
+def test_a_runtimeclass_when_the_cluster_has_none(recorded: Snapshot) -> None:
+    verdict = triage(recorded, parse_ref("lab/needs-nvidia"))
+    assert (verdict.cause, verdict.action) == (
+        "runtimeclass-missing",
+        "Deployment lab/needs-nvidia uses runtimeClassName nvidia, but no RuntimeClass nvidia"
+        " exists (the cluster has none). Create RuntimeClass nvidia or fix the name in the"
+        " template.")
+    assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
+        ("Deployment lab/needs-nvidia", "spec.template.spec.runtimeClassName", "nvidia"),
+        ("RuntimeClasses", "metadata.name", "none")]

@@ -47,3 +47,15 @@ def test_a_name_both_pods_start_with_suggests_both(recorded: Snapshot) -> None:
         "no pod, workload or event named lab/gate exists. Did you mean lab/gate-one or"
         " lab/gate-two? Check the name and namespace (kubectl -n lab get pods,jobs,deployments);"
         " events expire after an hour, so an old rejection leaves no trace.")
+
+
+def test_a_missing_runtimeclass_names_the_two_that_exist(recorded: Snapshot) -> None:
+    verdict = triage(recorded, parse_ref("lab/vllm"))
+    assert (verdict.cause, verdict.action) == (
+        "runtimeclass-missing",
+        "Deployment lab/vllm uses runtimeClassName nvidia, but no RuntimeClass nvidia exists"
+        " (existing: kata-gpu, runc-gpu). Create RuntimeClass nvidia or fix the name in the"
+        " template.")
+    assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
+        ("Deployment lab/vllm", "spec.template.spec.runtimeClassName", "nvidia"),
+        ("RuntimeClasses", "metadata.name", "kata-gpu, runc-gpu")]
