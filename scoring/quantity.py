@@ -45,6 +45,14 @@ def _parse_text(text: str) -> Decimal:
     return number * _SUFFIXES[match["suffix"] or ""]
 
 
+def quantity_or_none(value: object) -> Decimal | None:
+    """A quantity, or None when the value is not one (a field read off an object as it is)."""
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return None
+
+
 def quantity_int(value: object, default: int = 0) -> int:
     """A whole-number quantity (extended resources are integers); ``default`` if unparsable."""
     try:

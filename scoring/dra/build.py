@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from scoring.cel.values import AttributeValue, Version
-from scoring.dra.capacity import Capacity, RequestPolicy, amount
+from scoring.dra.capacity import Capacity, RequestPolicy
 from scoring.dra.rows import (
     AllocationResult,
     Alternative,
@@ -32,7 +32,7 @@ from scoring.dra.rows import (
 )
 from scoring.dra.taint_rules import with_rule_taints
 from scoring.objects import K8sObject, object_key
-from scoring.quantity import QuantityError, parse_quantity
+from scoring.quantity import QuantityError, parse_quantity, quantity_or_none
 
 ZERO = Decimal(0)
 
@@ -227,7 +227,7 @@ def _attribute(value: Any) -> AttributeValue:
 
 
 def _capacity(name: str, raw: Mapping[str, Any]) -> Capacity | None:
-    total = amount(raw.get("value"))
+    total = quantity_or_none(raw.get("value"))
     return None if total is None else Capacity(name, total,
                                                request_policy(raw.get("requestPolicy")))
 
@@ -239,12 +239,13 @@ def request_policy(raw: Any) -> RequestPolicy | None:
         return None
     found = raw.get("validRange")
     valid_range: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
-    values = tuple(sorted(v for v in (amount(x) for x in raw.get("validValues") or [])
+    values = tuple(sorted(v for v in (quantity_or_none(x) for x in raw.get("validValues") or [])
                           if v is not None))
-    return RequestPolicy(amount(raw["default"]) if "default" in raw else None,
-                         amount(valid_range.get("min")) if "min" in valid_range else None,
-                         amount(valid_range.get("max")) if "max" in valid_range else None,
-                         amount(valid_range.get("step")) if "step" in valid_range else None,
+    return RequestPolicy(quantity_or_none(raw["default"]) if "default" in raw else None,
+                         quantity_or_none(valid_range.get("min")) if "min" in valid_range else None,
+                         quantity_or_none(valid_range.get("max")) if "max" in valid_range else None,
+                         quantity_or_none(valid_range.get("step"))
+                         if "step" in valid_range else None,
                          values)
 
 
@@ -317,7 +318,7 @@ def capacity_requests(spec: Mapping[str, Any]) -> tuple[tuple[str, Decimal], ...
     requests = ((spec.get("capacity") or {}).get("requests") or {}) if isinstance(
         spec.get("capacity"), Mapping) else {}
     return tuple((str(name), value) for name, raw in sorted(requests.items())
-                 if (value := amount(raw)) is not None)
+                 if (value := quantity_or_none(raw)) is not None)
 
 
 def _claim(obj: K8sObject) -> ClaimRow:
@@ -346,7 +347,7 @@ def _device_key(entry: Mapping[str, Any]) -> DeviceKey:
 
 def _result(raw: Mapping[str, Any]) -> AllocationResult:
     consumed = ({str(k): v for k, value in (raw.get("consumedCapacity") or {}).items()
-                 if (v := amount(value)) is not None}
+                 if (v := quantity_or_none(value)) is not None}
                 if "consumedCapacity" in raw else None)
     return AllocationResult(str(raw.get("request", "")), _device_key(raw),
                             bool(raw.get("adminAccess")), consumed)

@@ -17,9 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from scoring.quantity import QuantityError, parse_quantity
 from scoring.verdict import Device
 
 if TYPE_CHECKING:
@@ -32,13 +31,6 @@ LACKS = "lacks"  # the device has no capacity of a name the request asks: skippe
 TOO_SMALL = "too-small"  # more than the device's whole capacity
 REFUSED = "refused"  # the request policy admits no amount that large
 USED_UP = "used-up"  # the other claims sharing the device leave too little
-
-
-def amount(value: Any) -> Decimal | None:
-    try:
-        return parse_quantity(value)
-    except QuantityError:
-        return None
 
 
 def quantity_text(value: Decimal) -> str:

@@ -1,4 +1,4 @@
-"""Kueue's raw shapes are read in one place: triage/queues.py builds rows of them once (and
+"""Kueue's raw shapes are read in one place: triage/queues/ builds rows of them once (and
 triage/cluster/ picks what to read by them); the queue checks read only those rows."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def test_the_queue_checks_read_only_rows(path: Path) -> None:
 
 
 def test_the_rows_are_where_the_raw_shapes_are_read() -> None:
-    assert raw_reads((REPO / "triage" / "queues.py").read_text(encoding="utf-8"))
+    assert raw_reads((REPO / "triage" / "queues" / "rows.py").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("raw", [

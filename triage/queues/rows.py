@@ -1,105 +1,19 @@
-"""Kueue's objects (kueue.x-k8s.io) as rows: the facts triage reads off them, in the shapes of
-both versions Kueue serves (v1beta1 and v1beta2 differ in a few field names).
-
-The one place that reads Kueue's raw shapes (with the cluster readers, which pick what to
-read by them): the checks read only the rows built here. Pure functions only: no I/O. A
-Snapshot holds the objects (``queues.json`` of a dump, or what the live reader or the
-watch cache read); ``QueueIndex`` builds the rows once and looks them up.
-"""
+"""The rows of Kueue's objects: what triage reads off each, built once from the raw object
+(the ``of`` constructors: with ``names``' accessors, the only reads of Kueue's shapes)."""
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from scoring.objects import K8sObject, object_key
-from scoring.quantity import QuantityError, parse_quantity
+from scoring.objects import object_key
+from scoring.quantity import QuantityError, quantity_or_none
 from triage.pods import effective_request, named_resources
+from triage.queues.names import JOB_UID_LABEL, entries, part, preemptor_uid, text
 
-GROUP = "kueue.x-k8s.io"
-# The versions gpuwhy reads, most preferred first (v1beta2 is stored by recent releases).
-KNOWN_VERSIONS = ("v1beta2", "v1beta1")
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-CLUSTER_QUEUE_LABEL = "kueue.x-k8s.io/cluster-queue-name"
-WORKLOAD_ANNOTATION = "kueue.x-k8s.io/workload"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-# Kueue gates a plain pod until admission (recent releases add a topology gate as well).
-GATE_PREFIX = "kueue.x-k8s.io/"
-# The kinds of a dump's queues.json, in the order `kubectl get` lists them.
-QUEUE_KINDS = ("ResourceFlavor", "ClusterQueue", "LocalQueue", "Workload", "Cohort",
-               "WorkloadPriorityClass")
-# What a Kubernetes object name may be (a DNS subdomain); a label that is not one names no queue.
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
-_UID_IN_MESSAGE = re.compile(r"\(UID: (?P<uid>[0-9a-fA-F-]+)")
-
-
-def part(obj: object, key: str) -> Mapping[str, Any]:
-    """``obj[key]`` when both are mappings, else {}: a Kueue object of an odd shape (a newer
-    version, a hand-edited dump) gives an answer, never a traceback."""
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, Mapping) else {}
-
-
-def entries(obj: object, key: str) -> list[Mapping[str, Any]]:
-    """The mappings of the list ``obj[key]`` (anything else in it, or in its place, skipped)."""
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return [item for item in value if isinstance(item, Mapping)] if isinstance(value, list) else []
-
-
-def text(obj: object, key: str) -> str:
-    """``obj[key]`` as a name: "" unless a string."""
-    value = obj.get(key) if isinstance(obj, Mapping) else None
-    return value if isinstance(value, str) else ""
-
-
-def is_kueue(obj: Mapping[str, Any]) -> bool:
-    return str(obj.get("apiVersion", "")).partition("/")[0] == GROUP
-
-
-def queue_name(obj: Mapping[str, Any]) -> str | None:
-    """The LocalQueue the object asks for (label kueue.x-k8s.io/queue-name), or None."""
-    value = part(part(obj, "metadata"), "labels").get(QUEUE_LABEL)
-    return None if value is None else str(value)
-
-
-def valid_name(name: str) -> bool:
-    return bool(_NAME.match(name))
-
-
-def kueue_gates(spec: Mapping[str, Any]) -> list[str]:
-    """The pod's scheduling gates Kueue owns (it removes them at admission)."""
-    return [name for gate in entries(spec, "schedulingGates")
-            if (name := text(gate, "name")).startswith(GATE_PREFIX)]
-
-
-def kueue_involved(obj: Mapping[str, Any]) -> bool:
-    """Queued or admitted by Kueue: the queue label, a Kueue gate, or the labels and
-    annotation Kueue puts on the pods of a workload it admitted."""
-    metadata = part(obj, "metadata")
-    labels = part(metadata, "labels")
-    return (QUEUE_LABEL in labels or CLUSTER_QUEUE_LABEL in labels
-            or WORKLOAD_ANNOTATION in part(metadata, "annotations")
-            or bool(kueue_gates(part(obj, "spec"))))
-
-
-def _amount(value: object) -> Decimal | None:
-    try:
-        return parse_quantity(value)
-    except QuantityError:
-        return None
-
-
-def preemptor_uid(message: str) -> str:
-    """The preempting Workload's uid in Kueue's "Preempted to accommodate a workload (UID: …"."""
-    match = _UID_IN_MESSAGE.search(message)
-    return match["uid"] if match else ""
-
-
-# -- rows: what triage reads off each Kueue object, built once --------------------------------
 
 @dataclass(frozen=True)
 class Condition:
@@ -179,15 +93,17 @@ class ClusterQueueRow:
                 name = text(flavor, "name")
                 for entry in entries(flavor, "resources"):
                     resource = entry.get("name")
-                    nominal = _amount(entry.get("nominalQuota", "0"))
+                    nominal = quantity_or_none(entry.get("nominalQuota", "0"))
                     if resource not in covered or nominal is None:
                         continue  # not a quantity: gpuwhy cannot judge it (Kueue's word stands)
                     used, borrowed = reserved.get((name, str(resource)),
                                                   (Decimal(0), Decimal(0)))
                     quotas[str(resource)].append(FlavorQuota(
                         name, nominal,
-                        _amount(entry["borrowingLimit"]) if "borrowingLimit" in entry else None,
-                        _amount(entry["lendingLimit"]) if "lendingLimit" in entry else None,
+                        quantity_or_none(entry["borrowingLimit"])
+                        if "borrowingLimit" in entry else None,
+                        quantity_or_none(entry["lendingLimit"])
+                        if "lendingLimit" in entry else None,
                         used, borrowed))
         return cls(text(part(obj, "metadata"), "name"),
                    text(spec, "cohortName") or text(spec, "cohort"),
@@ -208,8 +124,8 @@ def _reservations(cluster_queue: Mapping[str, Any]) -> dict[tuple[str, str],
     for flavor in entries(status, "flavorsReservation") or entries(status, "flavorsUsage"):
         for entry in entries(flavor, "resources"):
             found[(text(flavor, "name"), str(entry.get("name")))] = (
-                _amount(entry.get("total", "0")) or Decimal(0),
-                _amount(entry.get("borrowed", "0")) or Decimal(0))
+                quantity_or_none(entry.get("total", "0")) or Decimal(0),
+                quantity_or_none(entry.get("borrowed", "0")) or Decimal(0))
     return found
 
 
@@ -306,7 +222,7 @@ class WorkloadRow:
             tuple(Assignment({str(k): v for k, v in part(a, "flavors").items()
                               if isinstance(v, str)},
                              {str(k): amount for k, v in part(a, "resourceUsage").items()
-                              if (amount := _amount(v)) is not None})
+                              if (amount := quantity_or_none(v)) is not None})
                   for a in entries(admission, "podSetAssignments")),
             _conditions(obj),
             len(entries(part(status, "schedulingStats"), "evictions")))
@@ -382,104 +298,3 @@ def _requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
 class CohortRow:
     name: str
     parent: str  # spec.parentName: "" at the root
-
-
-# -- the index a Snapshot keeps ---------------------------------------------------------------
-
-class QueueIndex:
-    """Kueue's objects of one Snapshot as rows, built once, looked up by what triage asks;
-    the raw objects by kind and key as well, for the shell (``gpuwhy check`` applies a
-    flavor's node labels to a manifest)."""
-
-    def __init__(self, objects: Iterable[K8sObject]) -> None:
-        self.by_kind: dict[str, dict[tuple[str, str], K8sObject]] = defaultdict(dict)
-        for obj in objects:
-            if isinstance(obj, dict) and is_kueue(obj):
-                self.by_kind[str(obj.get("kind", ""))][object_key(obj)] = obj
-        kinds = self.by_kind
-        self.cluster_queues = {key[1]: ClusterQueueRow.of(obj)
-                               for key, obj in sorted(kinds.get("ClusterQueue", {}).items())}
-        self.local_queues = {key: LocalQueueRow.of(obj)
-                             for key, obj in kinds.get("LocalQueue", {}).items()}
-        self.flavors = {key[1]: FlavorRow.of(obj)
-                        for key, obj in kinds.get("ResourceFlavor", {}).items()}
-        self.cohorts = {key[1]: CohortRow(key[1], text(part(obj, "spec"), "parentName"))
-                        for key, obj in kinds.get("Cohort", {}).items()}
-        self.workloads = {key: WorkloadRow.of(obj)
-                          for key, obj in kinds.get("Workload", {}).items()}
-        self._by_owner: dict[str, WorkloadRow] = {}
-        self._by_uid: dict[str, WorkloadRow] = {}
-        for row in self.workloads.values():
-            if row.uid:
-                self._by_uid[row.uid] = row
-            for owner in row.owner_uids:
-                self._by_owner.setdefault(owner, row)
-
-    def __bool__(self) -> bool:
-        return bool(self.by_kind)
-
-    def get(self, kind: str, namespace: str, name: str) -> K8sObject | None:
-        return self.by_kind.get(kind, {}).get((namespace, name))
-
-    def names(self, kind: str, namespace: str = "") -> list[str]:
-        return sorted(name for ns, name in self.by_kind.get(kind, {}) if ns == namespace)
-
-    def local_queue(self, namespace: str, name: str) -> LocalQueueRow | None:
-        return self.local_queues.get((namespace, name))
-
-    def workload_by_uid(self, uid: str) -> WorkloadRow | None:
-        return self._by_uid.get(uid)
-
-    def workload_of(self, owner: Mapping[str, Any]) -> WorkloadRow | None:
-        """The Workload Kueue made for a Job or a pod (its controller owner, or the Workload
-        annotation Kueue sets on an admitted workload's pods)."""
-        metadata = part(owner, "metadata")
-        uid = text(metadata, "uid")
-        found = self._by_owner.get(uid) if uid else None
-        if found is not None:
-            return found
-        if named := text(part(metadata, "annotations"), WORKLOAD_ANNOTATION):
-            return self.workloads.get((object_key(owner)[0], named))
-        for parent in entries(metadata, "ownerReferences"):
-            if parent.get("controller") and (found := self._by_owner.get(
-                    text(parent, "uid"))) is not None:
-                return found
-        return None
-
-    def cluster_queue_of(self, workload: WorkloadRow) -> str:
-        """The ClusterQueue a Workload is in: where it holds quota, else its LocalQueue's."""
-        if held := workload.admitted_in:
-            return held
-        local = self.local_queue(workload.namespace, workload.queue_name)
-        return local.cluster_queue if local is not None else ""
-
-    def workloads_in(self, cluster_queue: str) -> list[WorkloadRow]:
-        return [w for w in self.workloads.values() if self.cluster_queue_of(w) == cluster_queue]
-
-    def cohort_members(self, cohort: str) -> list[ClusterQueueRow]:
-        return [cq for cq in self.cluster_queues.values() if cohort and cq.cohort == cohort]
-
-
-def slim_workload(workload: K8sObject) -> K8sObject:
-    """What triage reads of a Workload: its pod sets' counts and each pod's resources, not
-    their templates (a whole pod spec each), and no managedFields."""
-    metadata = {k: v for k, v in part(workload, "metadata").items() if k != "managedFields"}
-    spec = dict(part(workload, "spec"))
-    if "podSets" in spec:
-        spec["podSets"] = [{**{k: v for k, v in pod_set.items() if k != "template"},
-                            **_resources_only(part(pod_set, "template"))}
-                           for pod_set in entries(spec, "podSets")]
-    return {**workload, "metadata": metadata, "spec": spec}
-
-
-def _resources_only(template: Mapping[str, Any]) -> dict[str, Any]:
-    """The template's containers with their resources alone (what a pod set's requests are
-    worked out from), "" of it when it has none."""
-    spec = part(template, "spec")
-    kept: dict[str, Any] = {
-        kind: [{key: c[key] for key in ("name", "resources", "restartPolicy") if key in c}
-               for c in entries(spec, kind)]
-        for kind in ("initContainers", "containers") if kind in spec}
-    if "overhead" in spec:
-        kept["overhead"] = spec["overhead"]
-    return {"template": {"spec": kept}} if kept else {}
