@@ -439,7 +439,7 @@ class WatchCache:
             gangs=self._gangs(), queues=self._queues(),
             cluster=cluster or self.reader.server, read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node, requested_by_node=requested, holdings_by_node=holdings,
-            **fetched)
+            cached_rows=self.pods.row_of, **fetched)
 
     def _held_by_kueue(self, ref: PodRef) -> RefObjects | None:
         """The ref read with one GET when it names a Job (a JobSet, a RayJob) the cache knows

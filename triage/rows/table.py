@@ -26,8 +26,12 @@ from triage.snapshot import Snapshot
 class Rows:
     """The rows of one Snapshot, each built the first time a check asks for it."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: Snapshot,
+                 cached: Callable[[K8sObject], PodRow | None] | None = None) -> None:
         self._snapshot = snapshot
+        # the watch cache's rows (kept current per event), for the pods it holds; a pod
+        # fetched for this triage alone gets a row built here
+        self._cached = cached
         self._by_object: dict[int, PodRow] = {}  # by the raw pod's id: each pod read once
         self._on_node: dict[str, tuple[PodRow, ...]] = {}
         self._holders: dict[tuple[str, str], tuple[tuple[PodRow, int], ...]] = {}
@@ -51,7 +55,8 @@ class Rows:
         # The Snapshot holds its pods for its whole life, so an id stays theirs.
         row = self._by_object.get(id(pod))
         if row is None:
-            row = self._by_object[id(pod)] = pod_row(pod)
+            cached = self._cached(pod) if self._cached is not None else None
+            row = self._by_object[id(pod)] = cached if cached is not None else pod_row(pod)
         return row
 
     # -- nodes --------------------------------------------------------------------------

@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 
 from bot.clusters.sources import LiveSource, WatchSource
-from scoring.objects import is_terminated, object_key
+from scoring.objects import K8sObject, is_terminated, object_key
+from scoring.rows import PodRow
 from tests.kubeapi import FakeKubeAPI, forbidden_status, generated_cluster, status_body
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import eventually, ready_cache, ref_of, watch_source
 from triage.cache import IndexedSnapshot, NodeStore, PodStore
 from triage.cluster import read_snapshot
 from triage.errors import ClusterError
+from triage.rows import pod_row
 from triage.slim import slim_node, slim_pod
 from triage.snapshot import Snapshot
 
@@ -145,6 +147,74 @@ def test_watch_events_update_the_node_index(api: FakeKubeAPI, cache: WatchSource
     tainted["spec"]["unschedulable"] = True
     api.apply(tainted)
     eventually(lambda: any(n["spec"].get("unschedulable") for n in cache.cache.nodes.view()[0]))
+
+
+def rows_on(source: WatchSource, node: str) -> dict[str, PodRow]:
+    """The pod rows a triage from the cache sees on the node, by namespace/name."""
+    snapshot = source.cache.snapshot_for(ref_of("research/full"))
+    return {row.label: row for row in snapshot.rows.pods_on(node)}
+
+
+def test_watch_events_replace_and_drop_the_cached_rows(api: FakeKubeAPI,
+                                                       cache: WatchSource) -> None:
+    first = rows_on(cache, "gpu-a10-full")
+    assert sorted(first) == ["ml/train-a", "team-b/train-b"]
+    # no event between two triages: the rows they see are the same objects, built once
+    assert all(row is first[label] for label, row in rows_on(cache, "gpu-a10-full").items())
+
+    relabelled = copy.deepcopy(api.get_object("Pod", "team-b", "train-b"))
+    relabelled["metadata"]["labels"] = {"app": "relabelled"}
+    api.apply(relabelled)
+    eventually(lambda: rows_on(cache, "gpu-a10-full")["team-b/train-b"].labels == {
+        "app": "relabelled"})
+    after = rows_on(cache, "gpu-a10-full")
+    assert after["team-b/train-b"] is not first["team-b/train-b"]
+    assert after["ml/train-a"] is first["ml/train-a"]  # its neighbour's event left it alone
+
+    newcomer = copy.deepcopy(api.get_object("Pod", "team-b", "train-b"))
+    newcomer["metadata"].update(name="train-c", uid="c0ffee")
+    api.apply(newcomer)
+    eventually(lambda: "team-b/train-c" in rows_on(cache, "gpu-a10-full"))
+    grown = rows_on(cache, "gpu-a10-full")
+    assert grown["team-b/train-c"].uid == "c0ffee"
+    # pods of one kind: one requests mapping for their rows
+    assert grown["team-b/train-c"].requests is grown["team-b/train-b"].requests
+    assert grown["team-b/train-c"].request("nvidia.com/gpu") == 1
+
+    held = next(p for p in cache.cache.pods.in_namespace("ml")
+                if p["metadata"]["name"] == "train-a")
+    assert cache.cache.pods.row_of(held) is first["ml/train-a"]
+    api.delete("Pod", "ml", "train-a")
+    eventually(lambda: "ml/train-a" not in rows_on(cache, "gpu-a10-full"))
+    assert cache.cache.pods.row_of(held) is None  # the cache holds it no more, nor its row
+
+
+def test_a_triage_from_the_cache_builds_rows_only_for_the_pods_it_fetched(
+        api: FakeKubeAPI, cache: WatchSource, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[tuple[str, str]] = []
+
+    def counted(pod: K8sObject) -> PodRow:
+        built.append(object_key(pod))
+        return pod_row(pod)
+
+    monkeypatch.setattr("triage.rows.table.pod_row", counted)
+    monkeypatch.setattr("triage.cache.pod_row", counted)
+    ref = ref_of("ml/train-a")
+    first = cache.triage(ref).to_dict()
+    # the first triage built the rows of the cached pods it asked about ...
+    assert set(built) > {("ml", "train-a")}
+    built.clear()
+    assert cache.triage(ref).to_dict() == first
+    # ... the second only the row of the pod it read fresh
+    assert built == [("ml", "train-a")]
+
+    relabelled = copy.deepcopy(api.get_object("Pod", "team-b", "train-b"))
+    relabelled["metadata"]["labels"] = {"app": "relabelled"}
+    api.apply(relabelled)
+    eventually(lambda: ("team-b", "train-b") in built)  # rebuilt as its event came
+    built.clear()
+    cache.triage(ref)
+    assert built == [("ml", "train-a")]
 
 
 def test_410_gone_relists(api: FakeKubeAPI, cache: WatchSource) -> None:
