@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
+from typing import Generic, TypeVar
 
 import msgspec
 
@@ -157,6 +158,7 @@ _OWN_FIELDS = frozenset({"metadata", "spec"})
 _ALIKE_METADATA = frozenset({"labels", "ownerReferences", "annotations"})
 _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")  # see sum_requests
 _encode = msgspec.json.Encoder().encode
+T = TypeVar("T")
 
 
 class PodStore:
@@ -179,8 +181,7 @@ class PodStore:
         self._lock = threading.Lock()
         self._pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
         self._rows: dict[tuple[str, str], PodRow] = {}  # of the pods in _pods, as they are
-        self._row_requests: dict[tuple[int, ...], tuple[Mapping[str, Decimal],
-                                                        tuple[object, ...]]] = {}
+        self._row_requests: ByIdentity[Mapping[str, Decimal]] = ByIdentity()
         self._by_node: dict[str, tuple[K8sObject, ...]] = {}
         self._requested: dict[str, Amounts] = {}
         self._holdings: dict[str, Holdings] = {}  # by node: see Snapshot.holdings_on
@@ -189,7 +190,7 @@ class PodStore:
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
         self._specs: dict[bytes, K8sObject] = {}  # one spec of each kind, less its node
         self._alike = Alike()  # the other values pods share
-        self._shares: dict[tuple[int, ...], tuple[Amounts, tuple[object, ...]]] = {}
+        self._shares: ByIdentity[Amounts] = ByIdentity()
         self._shares_by_json: dict[bytes, Amounts] = {}
         # what a list keeps of each pod as its page arrives (of a finished one: nothing)
         self.slim = kept_pods(self._kept)
@@ -265,18 +266,14 @@ class PodStore:
     def _row(self, pod: K8sObject) -> PodRow:
         """The pod's row, its requests one mapping for the pods of its kind (half of what a
         row of its own takes): found as ``_share`` finds theirs, by the identities of the
-        fields they are worked out from, held with the answer."""
+        fields they are worked out from."""
         row = pod_row(pod)
-        spec = pod.get("spec") or {}
-        fields = tuple(spec.get(field) for field in _REQUEST_FIELDS)
-        key = tuple(map(id, fields))
-        known = self._row_requests.get(key)
+        fields = _request_fields(pod)
+        known = self._row_requests.get(fields)
         if known is None:
-            if len(self._row_requests) >= MAX_SHARED_SPECS:
-                self._row_requests.clear()
-            self._row_requests[key] = (row.requests, fields)
+            self._row_requests.put(fields, row.requests)
             return row
-        return dataclasses.replace(row, requests=known[0])
+        return dataclasses.replace(row, requests=known)
 
     def _kept(self, pod: K8sObject) -> K8sObject:
         """The slim pod as kept. A workload's replicas and a daemonset's pods differ in little
@@ -307,20 +304,15 @@ class PodStore:
         per kind of spec: only the fields they are summed from decide them, not where it
         runs, so a workload's replicas share one answer. Found by those fields' identities
         (the pods of a kind share those objects: ``_kept``), held with the answer so an
-        identity is never another object's; else by their JSON."""
-        spec = pod.get("spec") or {}
-        fields = tuple(spec.get(field) for field in _REQUEST_FIELDS)
-        key = tuple(map(id, fields))
-        known = self._shares.get(key)
-        if known is None:
-            if len(self._shares) >= MAX_SHARED_SPECS:
-                self._shares.clear()
+        identity is never another object's (``ByIdentity``); else by their JSON."""
+        fields = _request_fields(pod)
+        share = self._shares.get(fields)
+        if share is None:
             share = sum_requests([{"spec": dict(zip(_REQUEST_FIELDS, fields, strict=True))}])
             if len(self._shares_by_json) >= MAX_SHARED_SPECS:
                 self._shares_by_json.clear()
-            share = self._shares_by_json.setdefault(_encode(share), share)
-            known = self._shares[key] = (share, fields)
-        return known[0]
+            share = self._shares.put(fields, self._shares_by_json.setdefault(_encode(share), share))
+        return share
 
     def remove(self, pod: K8sObject) -> None:
         namespace, name = key = object_key(pod)
@@ -408,6 +400,31 @@ class PodStore:
 
     def __len__(self) -> int:
         return len(self._pods)
+
+
+def _request_fields(pod: K8sObject) -> tuple[object, ...]:
+    """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
+    spec = pod.get("spec") or {}
+    return tuple(spec.get(field) for field in _REQUEST_FIELDS)
+
+
+class ByIdentity(Generic[T]):
+    """Answers worked out from a few objects the pods of a kind share, found by those
+    objects' identities and held with them, so an identity is never another object's (the
+    last MAX_SHARED_SPECS)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, ...], tuple[T, tuple[object, ...]]] = {}
+
+    def get(self, parts: tuple[object, ...]) -> T | None:
+        known = self._known.get(tuple(map(id, parts)))
+        return None if known is None else known[0]
+
+    def put(self, parts: tuple[object, ...], answer: T) -> T:
+        if len(self._known) >= MAX_SHARED_SPECS:
+            self._known.clear()
+        self._known[tuple(map(id, parts))] = (answer, parts)
+        return answer
 
 
 def _first(pair: tuple[tuple[str, str], K8sObject]) -> tuple[str, str]:
