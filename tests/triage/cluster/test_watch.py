@@ -198,7 +198,7 @@ def test_a_triage_from_the_cache_builds_rows_only_for_the_pods_it_fetched(
         return pod_row(pod)
 
     monkeypatch.setattr("triage.rows.table.pod_row", counted)
-    monkeypatch.setattr("triage.cache.pod_row", counted)
+    monkeypatch.setattr("triage.cache.pods.pod_row", counted)
     ref = ref_of("ml/train-a")
     first = cache.triage(ref).to_dict()
     # the first triage built the rows of the cached pods it asked about ...

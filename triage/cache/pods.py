@@ -1,163 +1,28 @@
-"""The watch cache's model, apart from its I/O: the stores it keeps current per event (the
-node table's rows, other objects, non-terminated pods with every node's summed requests) and
-the IndexedSnapshot a triage reads from them. Pure: the reflectors in
-``triage.cluster.watch`` feed it; nothing here reads the cluster."""
+"""The watch cache's pods: non-terminated pods indexed the way a triage asks for them, each
+node's summed requests and holdings kept current per event, and the rows triages asked for."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
-import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from functools import cached_property
 from typing import Generic, TypeVar
 
-import msgspec
-
-from scoring.nodetable import NodeInfo, node_info, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
-from triage.pages import ItemShape, kept_pods
-from triage.pods import Holdings, add_holding, extended_share, merge_pods, sum_requests
-from triage.rows import Rows, pod_row
-from triage.slim import SLIM_NODE, slim_node, slim_pod
-from triage.snapshot import Snapshot
-
-
-class NodeStore:
-    """Nodes by name with their node-table rows (kept current per event), viewed in the API
-    server's list order (by name) like a cold list."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._alike = Alike()
-        # kept of a node as its page arrives
-        self.slim = ItemShape("Node", SLIM_NODE, self._kept)
-        self._nodes: dict[str, NodeInfo] = {}
-        self._in_order = True
-        self._view: tuple[list[K8sObject], tuple[NodeInfo, ...]] | None = None
-
-    def replace(self, items: Iterable[K8sObject]) -> None:
-        """A full list's nodes, slim already."""
-        fresh = {(row := node_info(node)).name: row for node in items}
-        with self._lock:
-            self._nodes, self._in_order, self._view = fresh, False, None
-
-    def _kept(self, node: K8sObject) -> K8sObject:
-        """The slim node as kept: the nodes of a pool differ in little but their names; their
-        spec, capacity, allocatable, conditions, runtime handlers and annotations, where
-        alike, are one object shared by all of them (read and never changed), and their
-        labels' strings too."""
-        kept = {field: value if field in ("metadata", "status") else self._alike(value)
-                for field, value in node.items()}
-        status, metadata = node.get("status"), node.get("metadata")
-        if isinstance(status, dict):
-            kept["status"] = {field: self._alike(value) for field, value in status.items()}
-        if isinstance(metadata, dict):
-            kept["metadata"] = {field: _interned(value) if field == "labels" else
-                                self._alike(value) if field == "annotations" else value
-                                for field, value in metadata.items()}
-        return kept
-
-    def upsert(self, node: K8sObject) -> None:
-        row = node_info(self._kept(slim_node(node)))
-        with self._lock:
-            # replacing a known node keeps its place; only a new one spoils the order
-            self._in_order = self._in_order and row.name in self._nodes
-            self._nodes[row.name], self._view = row, None
-
-    def remove(self, node: K8sObject) -> None:
-        with self._lock:
-            if self._nodes.pop(node["metadata"]["name"], None) is not None:
-                self._view = None
-
-    def view(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...]]:
-        """The nodes and their node table, in order (shared until the next change)."""
-        with self._lock:
-            if self._view is None:
-                if not self._in_order:
-                    self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
-                rows = tuple(self._nodes.values())
-                self._view = [row.raw for row in rows], rows
-            return self._view
-
-    def __len__(self) -> int:
-        return len(self._nodes)
-
-
-class Alike:
-    """One object for each distinct value (by its JSON) of the last MAX_SHARED_SPECS: the
-    stores' objects share their equal parts (read and never changed)."""
-
-    def __init__(self) -> None:
-        self._known: dict[bytes, object] = {}
-
-    def __call__(self, value: object) -> object:
-        key = _encode(value)
-        known = self._known.get(key)
-        if known is None:
-            if len(self._known) >= MAX_SHARED_SPECS:
-                self._known.clear()
-            known = self._known[key] = value
-        return known
-
-
-def _interned(labels: object) -> object:
-    """Labels with their keys and values interned (a pool's nodes share most of them)."""
-    if not isinstance(labels, dict):
-        return labels
-    return {sys.intern(key): sys.intern(value) if isinstance(value, str) else value
-            for key, value in labels.items()}
-
-
-class ObjectStore:
-    """Whole objects by namespace and name (ResourceSlices, ResourceClaims: small, and read
-    in full by the DRA checks; Kueue's objects, Workloads slim); viewed in the API server's
-    order."""
-
-    def __init__(self, slim: Callable[[K8sObject], K8sObject] | None = None) -> None:
-        self._lock = threading.Lock()
-        self._objects: dict[tuple[str, str], K8sObject] = {}
-        self.slim: Callable[[K8sObject], K8sObject] = slim or without_managed_fields
-
-    def replace(self, items: Iterable[K8sObject]) -> None:
-        """A full list's objects, slim already."""
-        fresh = {object_key(obj): obj for obj in items}
-        with self._lock:
-            self._objects = fresh
-
-    def upsert(self, obj: K8sObject) -> None:
-        kept = self.slim(obj)
-        with self._lock:
-            self._objects[object_key(obj)] = kept
-
-    def remove(self, obj: K8sObject) -> None:
-        with self._lock:
-            self._objects.pop(object_key(obj), None)
-
-    def view(self) -> list[K8sObject]:
-        with self._lock:
-            return [self._objects[key] for key in sorted(self._objects)]
-
-    def __len__(self) -> int:
-        return len(self._objects)
-
-
-def without_managed_fields(obj: K8sObject) -> K8sObject:
-    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
-    return {**obj, "metadata": metadata}
-
+from triage.cache.stores import MAX_SHARED_SPECS, Alike, encode
+from triage.pages import kept_pods
+from triage.pods import Holdings, add_holding, extended_share, sum_requests
+from triage.rows import pod_row
+from triage.slim import slim_pod
 
 Amounts = dict[str, Decimal]  # resource -> summed effective request
-MAX_SHARED_SPECS = 10_000  # distinct pod specs (and other shared values) remembered
 # a pod's own fields, and its metadata's shared ones (the rest of its metadata is its own)
 _OWN_FIELDS = frozenset({"metadata", "spec"})
 _ALIKE_METADATA = frozenset({"labels", "ownerReferences", "annotations"})
 _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")  # see sum_requests
-_encode = msgspec.json.Encoder().encode
 T = TypeVar("T")
 
 
@@ -283,7 +148,7 @@ class PodStore:
         spec = pod.get("spec")
         if not isinstance(spec, dict):
             return pod
-        key = _encode({field: value for field, value in spec.items() if field != "nodeName"})
+        key = encode({field: value for field, value in spec.items() if field != "nodeName"})
         alike = self._specs.get(key)
         if alike is None:
             if len(self._specs) >= MAX_SHARED_SPECS:
@@ -311,7 +176,7 @@ class PodStore:
             share = sum_requests([{"spec": dict(zip(_REQUEST_FIELDS, fields, strict=True))}])
             if len(self._shares_by_json) >= MAX_SHARED_SPECS:
                 self._shares_by_json.clear()
-            share = self._shares.put(fields, self._shares_by_json.setdefault(_encode(share), share))
+            share = self._shares.put(fields, self._shares_by_json.setdefault(encode(share), share))
         return share
 
     def remove(self, pod: K8sObject) -> None:
@@ -465,66 +330,3 @@ def add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],
         if not result[resource] and resource != "pods":
             del result[resource]
     return result
-
-
-@dataclass(frozen=True)
-class IndexedSnapshot(Snapshot):
-    """A Snapshot whose pod indexes come prebuilt from the watch cache.
-
-    ``pods`` holds only what the ref resolved to, fetched fresh; ``pods_on``, ``requested_on``
-    and ``pods_in`` answer from the cache's per-node lists and sums and the ref namespace's
-    pods, with the base class's meaning and a cold read's order: ``pods_on`` is every pod
-    bound to the node (a fresh copy replaces the cached one, wherever that was; a fetched pod
-    the cache lacks joins, finished or not), ``requested_on`` sums its non-terminated pods.
-    On the few nodes a fetched pod touches (``fetched_nodes``: where it is bound, where the
-    cache still has it) both are worked out from the merged list; everywhere else the cache's
-    own sums are the answer.
-    """
-
-    node_rows: tuple[NodeInfo, ...] = ()  # the cache's node table, kept current per event
-    pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
-    requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
-    holdings_by_node: Mapping[str, Holdings] = field(default_factory=dict)
-    namespace_pods: tuple[K8sObject, ...] = ()
-    cached_nodes_of_fetched: frozenset[str] = frozenset()
-    # the cache's row of a pod it holds (PodStore.row_of), None for a copy fetched fresh
-    cached_rows: Callable[[K8sObject], PodRow | None] | None = None
-
-    @cached_property
-    def rows(self) -> Rows:
-        return Rows(self, self.cached_rows)
-
-    @cached_property
-    def node_table(self) -> tuple[NodeInfo, ...]:
-        return self.node_rows if self.node_rows or not self.nodes else node_table(self.nodes)
-
-    @cached_property
-    def fetched_nodes(self) -> frozenset[str]:
-        bound = {name for pod in self.pods if (name := pod.get("spec", {}).get("nodeName"))}
-        return self.cached_nodes_of_fetched | bound
-
-    def pods_on(self, node_name: str) -> list[K8sObject]:
-        cached = self.pods_by_node.get(node_name, ())
-        if node_name not in self.fetched_nodes:
-            return list(cached)
-        # the cached pods, with the fetched copies in their place; by namespace and name, as
-        # the base class orders them
-        fresh = self._pods_by_key
-        return sorted([*(p for p in cached if object_key(p) not in fresh),
-                       *super().pods_on(node_name)], key=object_key)
-
-    def requested_on(self, node_name: str) -> dict[str, Decimal]:
-        if node_name in self.fetched_nodes:
-            return super().requested_on(node_name)
-        return self.requested_by_node.get(node_name) or {"pods": Decimal(0)}
-
-    def holdings_on(self, node_name: str) -> Holdings:
-        if node_name in self.fetched_nodes:
-            return super().holdings_on(node_name)
-        return self.holdings_by_node.get(node_name, {})
-
-    def pods_in(self, namespace: str) -> list[K8sObject]:
-        cached = [p for p in self.namespace_pods if object_key(p)[0] == namespace]
-        return merge_pods(cached, super().pods_in(namespace))
-
-

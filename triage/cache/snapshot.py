@@ -1,0 +1,77 @@
+"""The Snapshot a triage from the watch cache reads: the stores' indexes, prebuilt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cached_property
+
+from scoring.nodetable import NodeInfo, node_table
+from scoring.objects import K8sObject, object_key
+from scoring.rows import PodRow
+from triage.cache.pods import Amounts
+from triage.pods import Holdings, merge_pods
+from triage.rows import Rows
+from triage.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class IndexedSnapshot(Snapshot):
+    """A Snapshot whose pod indexes come prebuilt from the watch cache.
+
+    ``pods`` holds only what the ref resolved to, fetched fresh; ``pods_on``, ``requested_on``
+    and ``pods_in`` answer from the cache's per-node lists and sums and the ref namespace's
+    pods, with the base class's meaning and a cold read's order: ``pods_on`` is every pod
+    bound to the node (a fresh copy replaces the cached one, wherever that was; a fetched pod
+    the cache lacks joins, finished or not), ``requested_on`` sums its non-terminated pods.
+    On the few nodes a fetched pod touches (``fetched_nodes``: where it is bound, where the
+    cache still has it) both are worked out from the merged list; everywhere else the cache's
+    own sums are the answer.
+    """
+
+    node_rows: tuple[NodeInfo, ...] = ()  # the cache's node table, kept current per event
+    pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
+    requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
+    holdings_by_node: Mapping[str, Holdings] = field(default_factory=dict)
+    namespace_pods: tuple[K8sObject, ...] = ()
+    cached_nodes_of_fetched: frozenset[str] = frozenset()
+    # the cache's row of a pod it holds (PodStore.row_of), None for a copy fetched fresh
+    cached_rows: Callable[[K8sObject], PodRow | None] | None = None
+
+    @cached_property
+    def rows(self) -> Rows:
+        return Rows(self, self.cached_rows)
+
+    @cached_property
+    def node_table(self) -> tuple[NodeInfo, ...]:
+        return self.node_rows if self.node_rows or not self.nodes else node_table(self.nodes)
+
+    @cached_property
+    def fetched_nodes(self) -> frozenset[str]:
+        bound = {name for pod in self.pods if (name := pod.get("spec", {}).get("nodeName"))}
+        return self.cached_nodes_of_fetched | bound
+
+    def pods_on(self, node_name: str) -> list[K8sObject]:
+        cached = self.pods_by_node.get(node_name, ())
+        if node_name not in self.fetched_nodes:
+            return list(cached)
+        # the cached pods, with the fetched copies in their place; by namespace and name, as
+        # the base class orders them
+        fresh = self._pods_by_key
+        return sorted([*(p for p in cached if object_key(p) not in fresh),
+                       *super().pods_on(node_name)], key=object_key)
+
+    def requested_on(self, node_name: str) -> dict[str, Decimal]:
+        if node_name in self.fetched_nodes:
+            return super().requested_on(node_name)
+        return self.requested_by_node.get(node_name) or {"pods": Decimal(0)}
+
+    def holdings_on(self, node_name: str) -> Holdings:
+        if node_name in self.fetched_nodes:
+            return super().holdings_on(node_name)
+        return self.holdings_by_node.get(node_name, {})
+
+    def pods_in(self, namespace: str) -> list[K8sObject]:
+        cached = [p for p in self.namespace_pods if object_key(p)[0] == namespace]
+        return merge_pods(cached, super().pods_in(namespace))

@@ -1,0 +1,142 @@
+"""The watch cache's stores of nodes and of whole objects (DRA's, Kueue's), kept current
+per event and viewed in the API server's list order."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable, Iterable
+
+import msgspec
+
+from scoring.nodetable import NodeInfo, node_info
+from scoring.objects import K8sObject, object_key
+from triage.pages import ItemShape
+from triage.slim import SLIM_NODE, slim_node
+
+MAX_SHARED_SPECS = 10_000  # distinct pod specs (and other shared values) remembered
+encode = msgspec.json.Encoder().encode
+
+
+class NodeStore:
+    """Nodes by name with their node-table rows (kept current per event), viewed in the API
+    server's list order (by name) like a cold list."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._alike = Alike()
+        # kept of a node as its page arrives
+        self.slim = ItemShape("Node", SLIM_NODE, self._kept)
+        self._nodes: dict[str, NodeInfo] = {}
+        self._in_order = True
+        self._view: tuple[list[K8sObject], tuple[NodeInfo, ...]] | None = None
+
+    def replace(self, items: Iterable[K8sObject]) -> None:
+        """A full list's nodes, slim already."""
+        fresh = {(row := node_info(node)).name: row for node in items}
+        with self._lock:
+            self._nodes, self._in_order, self._view = fresh, False, None
+
+    def _kept(self, node: K8sObject) -> K8sObject:
+        """The slim node as kept: the nodes of a pool differ in little but their names; their
+        spec, capacity, allocatable, conditions, runtime handlers and annotations, where
+        alike, are one object shared by all of them (read and never changed), and their
+        labels' strings too."""
+        kept = {field: value if field in ("metadata", "status") else self._alike(value)
+                for field, value in node.items()}
+        status, metadata = node.get("status"), node.get("metadata")
+        if isinstance(status, dict):
+            kept["status"] = {field: self._alike(value) for field, value in status.items()}
+        if isinstance(metadata, dict):
+            kept["metadata"] = {field: _interned(value) if field == "labels" else
+                                self._alike(value) if field == "annotations" else value
+                                for field, value in metadata.items()}
+        return kept
+
+    def upsert(self, node: K8sObject) -> None:
+        row = node_info(self._kept(slim_node(node)))
+        with self._lock:
+            # replacing a known node keeps its place; only a new one spoils the order
+            self._in_order = self._in_order and row.name in self._nodes
+            self._nodes[row.name], self._view = row, None
+
+    def remove(self, node: K8sObject) -> None:
+        with self._lock:
+            if self._nodes.pop(node["metadata"]["name"], None) is not None:
+                self._view = None
+
+    def view(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...]]:
+        """The nodes and their node table, in order (shared until the next change)."""
+        with self._lock:
+            if self._view is None:
+                if not self._in_order:
+                    self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
+                rows = tuple(self._nodes.values())
+                self._view = [row.raw for row in rows], rows
+            return self._view
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+
+class Alike:
+    """One object for each distinct value (by its JSON) of the last MAX_SHARED_SPECS: the
+    stores' objects share their equal parts (read and never changed)."""
+
+    def __init__(self) -> None:
+        self._known: dict[bytes, object] = {}
+
+    def __call__(self, value: object) -> object:
+        key = encode(value)
+        known = self._known.get(key)
+        if known is None:
+            if len(self._known) >= MAX_SHARED_SPECS:
+                self._known.clear()
+            known = self._known[key] = value
+        return known
+
+
+def _interned(labels: object) -> object:
+    """Labels with their keys and values interned (a pool's nodes share most of them)."""
+    if not isinstance(labels, dict):
+        return labels
+    return {sys.intern(key): sys.intern(value) if isinstance(value, str) else value
+            for key, value in labels.items()}
+
+
+class ObjectStore:
+    """Whole objects by namespace and name (ResourceSlices, ResourceClaims: small, and read
+    in full by the DRA checks; Kueue's objects, Workloads slim); viewed in the API server's
+    order."""
+
+    def __init__(self, slim: Callable[[K8sObject], K8sObject] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[tuple[str, str], K8sObject] = {}
+        self.slim: Callable[[K8sObject], K8sObject] = slim or without_managed_fields
+
+    def replace(self, items: Iterable[K8sObject]) -> None:
+        """A full list's objects, slim already."""
+        fresh = {object_key(obj): obj for obj in items}
+        with self._lock:
+            self._objects = fresh
+
+    def upsert(self, obj: K8sObject) -> None:
+        kept = self.slim(obj)
+        with self._lock:
+            self._objects[object_key(obj)] = kept
+
+    def remove(self, obj: K8sObject) -> None:
+        with self._lock:
+            self._objects.pop(object_key(obj), None)
+
+    def view(self) -> list[K8sObject]:
+        with self._lock:
+            return [self._objects[key] for key in sorted(self._objects)]
+
+    def __len__(self) -> int:
+        return len(self._objects)
+
+
+def without_managed_fields(obj: K8sObject) -> K8sObject:
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return {**obj, "metadata": metadata}
