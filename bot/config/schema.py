@@ -157,12 +157,13 @@ class DcgmLabelSettings(DcgmLabels):
     """DcgmLabels with its values checked."""
 
     __pydantic_config__ = STRICT_SECTION
-    node: LabelName = "Hostname"
-    gpu: LabelName = "gpu"
-    uuid: LabelName = "UUID"
-    model: LabelName = "modelName"
-    pod: LabelName = "pod"
-    namespace: LabelName = "namespace"
+    # the same fields, typed for checking; the defaults are DcgmLabels' own
+    node: LabelName = DcgmLabels.node
+    gpu: LabelName = DcgmLabels.gpu
+    uuid: LabelName = DcgmLabels.uuid
+    model: LabelName = DcgmLabels.model
+    pod: LabelName = DcgmLabels.pod
+    namespace: LabelName = DcgmLabels.namespace
 
 
 @dataclass(frozen=True)
