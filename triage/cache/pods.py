@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
-from triage.cache.stores import MAX_SHARED_SPECS, Alike, encode
+from triage.cache.stores import MAX_SHARED_SPECS, Alike
 from triage.pages import kept_pods
 from triage.pods import Holdings, add_holding, extended_share, sum_requests
 from triage.rows import pod_row
@@ -53,10 +53,10 @@ class PodStore:
         self._waiting: dict[tuple[str, str], K8sObject] = {}  # no node, or bound and Pending
         self._by_namespace: dict[str, dict[str, K8sObject]] = {}
         self._unordered: set[str] = set()  # namespaces that gained a pod since last sorted
-        self._specs: dict[bytes, K8sObject] = {}  # one spec of each kind, less its node
-        self._alike = Alike()  # the other values pods share
+        self._specs: Alike[K8sObject] = Alike()  # one spec of each kind, less its node
+        self._alike: Alike[object] = Alike()  # the other values pods share
         self._shares: ByIdentity[Amounts] = ByIdentity()
-        self._shares_by_json: dict[bytes, Amounts] = {}
+        self._shares_by_json: Alike[Amounts] = Alike()
         # what a list keeps of each pod as its page arrives (of a finished one: nothing)
         self.slim = kept_pods(self._kept)
 
@@ -148,12 +148,7 @@ class PodStore:
         spec = pod.get("spec")
         if not isinstance(spec, dict):
             return pod
-        key = encode({field: value for field, value in spec.items() if field != "nodeName"})
-        alike = self._specs.get(key)
-        if alike is None:
-            if len(self._specs) >= MAX_SHARED_SPECS:
-                self._specs.clear()
-            alike = self._specs[key] = spec
+        alike = self._specs({field: value for field, value in spec.items() if field != "nodeName"})
         kept = {field: value if field in _OWN_FIELDS else self._alike(value)
                 for field, value in pod.items()}
         kept["spec"] = {field: value if field == "nodeName" else alike[field]
@@ -174,9 +169,7 @@ class PodStore:
         share = self._shares.get(fields)
         if share is None:
             share = sum_requests([{"spec": dict(zip(_REQUEST_FIELDS, fields, strict=True))}])
-            if len(self._shares_by_json) >= MAX_SHARED_SPECS:
-                self._shares_by_json.clear()
-            share = self._shares.put(fields, self._shares_by_json.setdefault(encode(share), share))
+            share = self._shares.put(fields, self._shares_by_json(share))
         return share
 
     def remove(self, pod: K8sObject) -> None:

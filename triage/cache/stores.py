@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
 
 import msgspec
 
@@ -16,6 +17,7 @@ from triage.slim import SLIM_NODE, slim_node
 
 MAX_SHARED_SPECS = 10_000  # distinct pod specs (and other shared values) remembered
 encode = msgspec.json.Encoder().encode
+T = TypeVar("T")
 
 
 class NodeStore:
@@ -24,7 +26,7 @@ class NodeStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._alike = Alike()
+        self._alike: Alike[object] = Alike()
         # kept of a node as its page arrives
         self.slim = ItemShape("Node", SLIM_NODE, self._kept)
         self._nodes: dict[str, NodeInfo] = {}
@@ -79,14 +81,14 @@ class NodeStore:
         return len(self._nodes)
 
 
-class Alike:
+class Alike(Generic[T]):
     """One object for each distinct value (by its JSON) of the last MAX_SHARED_SPECS: the
     stores' objects share their equal parts (read and never changed)."""
 
     def __init__(self) -> None:
-        self._known: dict[bytes, object] = {}
+        self._known: dict[bytes, T] = {}
 
-    def __call__(self, value: object) -> object:
+    def __call__(self, value: T) -> T:
         key = encode(value)
         known = self._known.get(key)
         if known is None:
