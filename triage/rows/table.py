@@ -40,6 +40,7 @@ class Rows:
         self._hami_fits: dict[tuple[str, HamiRequest], HamiNodeFit] = {}
         self._workloads: dict[int, WorkloadRow] = {}  # by the raw object's id, as pods
         self._quotas: dict[str, tuple[QuotaRow, ...]] = {}
+        self._scheduler_bound: dict[str, bool] = {}
         # The per-node sums are the Snapshot's own indexes (the watch cache keeps them current
         # per event), handed on as they are: the funnel asks them of every node.
         # requested_on: the node's non-terminated pods' effective requests summed, their
@@ -121,15 +122,19 @@ class Rows:
             held = self._holders[key] = tuple(found)
         return held
 
-    @cached_property
-    def binding_schedulers(self) -> frozenset[str]:
-        """The spec.schedulerName of every non-terminated pod bound to a node, worked out
-        once: a scheduler that bound pods runs. (By node: a watch cache's Snapshot holds the
-        bound pods in its per-node lists only.)"""
-        return frozenset(str((pod.get("spec") or {}).get("schedulerName") or "")
-                         for node in self.node_table
-                         for pod in self._snapshot.pods_on(node.name)
-                         if not is_terminated(pod))
+    def has_bound_pods(self, scheduler: str) -> bool:
+        """Has a scheduler of that name bound a non-terminated pod (then it runs)? Worked out
+        once per name, stopping at the first such pod: a watch cache's Snapshot is one
+        triage's, and walking every pod of it would cost every triage of a HAMi pod (its
+        scheduler is HAMi's) a pass over the cluster. (By node: a watch cache's Snapshot
+        holds the bound pods in its per-node lists only.)"""
+        bound = self._scheduler_bound.get(scheduler)
+        if bound is None:
+            bound = self._scheduler_bound[scheduler] = any(
+                (pod.get("spec") or {}).get("schedulerName") == scheduler
+                and not is_terminated(pod)
+                for node in self.node_table for pod in self._snapshot.pods_on(node.name))
+        return bound
 
     def hami_usage(self, node_name: str, without: tuple[str, str] | None = None
                    ) -> Mapping[str, Usage]:

@@ -59,4 +59,4 @@ def scheduler_serves(rows: Rows, scheduler: str) -> bool:
     no events to go by: nobody has scheduled the would-be pod yet.)"""
     if scheduler in ("", DEFAULT_SCHEDULER):
         return True
-    return scheduler in rows.binding_schedulers
+    return rows.has_bound_pods(scheduler)
