@@ -434,7 +434,7 @@ PAGED_ANSWERS = 30  # slash commands answered from the cache at the page-rendere
 
 
 def measure_paged(nodes: int, pods: int, seed: int, row: Callable[..., None],
-                  profile: bool) -> None:
+                  profile: bool, same_times: bool = False) -> None:
     """The watch cache of ``gpuwhy serve`` at a size no dump holds: bench/pageserver.py, in a
     child process, renders each list page as it is asked for. Floors of the same run: the raw
     list time (bench.pageserver.raw_list: nodes and non-terminated pods, pages of 500, each
@@ -449,7 +449,8 @@ def measure_paged(nodes: int, pods: int, seed: int, row: Callable[..., None],
 
     started = time.perf_counter()
     with subprocess.Popen([sys.executable, "-m", "bench.pageserver", "--nodes", str(nodes),
-                           "--pods", str(pods), "--seed", str(seed)],
+                           "--pods", str(pods), "--seed", str(seed),
+                           *(["--same-times"] if same_times else [])],
                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as server:
         assert server.stdout is not None and server.stdin is not None
         url = server.stdout.readline().strip()
@@ -528,6 +529,9 @@ def main() -> int:
                              "(default: %(default)s; '' for none)")
     parser.add_argument("--profile", action="store_true",
                         help="also profile the watch cache's lists at the paged sizes")
+    parser.add_argument("--same-times", action="store_true",
+                        help="at the paged sizes, every pod of a kind and node of a pool with "
+                             "the same times (the generator's shape before times varied)")
     parser.add_argument("--skip", default="",
                         help="comma list of: snapshot,gang,cli,startup,watch,cold")
     args = parser.parse_args()
@@ -567,7 +571,7 @@ def main() -> int:
     for size in filter(None, args.paged_sizes.split(",")):
         nodes, pods = (int(part) for part in size.split("x"))
         print(f"{nodes:,} nodes / {pods:,} pods, each list page rendered as it is asked for")
-        measure_paged(nodes, pods, args.seed, row, args.profile)
+        measure_paged(nodes, pods, args.seed, row, args.profile, args.same_times)
     return 0
 
 

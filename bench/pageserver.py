@@ -34,6 +34,7 @@ import random
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -62,6 +63,13 @@ DAEMONSETS = ("calico-node", "csi-node", "dcgm-exporter", "fluent-bit", "gpu-fea
               "kube-proxy", "node-exporter", "nvidia-container-toolkit", "nvidia-device-plugin",
               "nvidia-mig-manager", "nvidia-operator-validator", "topology-updater")
 LIST_RESOURCE_VERSION = 5_000_000
+# Times, as a real cluster's differ: each pod created and started at its own second (within
+# POD_AGE_SPAN of NOW), each node's creation and its conditions' last heartbeat its own
+NOW = 1_796_041_843  # 2026-11-30T12:30:43Z, the recorded scenarios' day
+POD_AGE_SPAN = 30 * 24 * 3600
+NODE_AGE_SPAN = 180 * 24 * 3600
+HEARTBEAT_SPAN = 300  # a kubelet updates an unchanged node status every 5 minutes
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 NON_TERMINATED = "status.phase!=Succeeded,status.phase!=Failed"
 _HOLE = re.compile(r"@@(\w+)@@")
 
@@ -76,6 +84,26 @@ class Template:
 
     def render(self, values: Mapping[str, object]) -> bytes:
         return (self._format % values).encode()
+
+
+def timed(obj: Any, holes: Mapping[str, str], other: str) -> Any:
+    """The object with each time in it a hole: ``holes`` by the time's key, ``other`` for the
+    rest (the holes of a Template)."""
+    if isinstance(obj, dict):
+        return {key: f"@@{holes.get(key, other)}@@" if isinstance(value, str)
+                and _TIME.fullmatch(value) else timed(value, holes, other)
+                for key, value in obj.items()}
+    if isinstance(obj, list):
+        return [timed(value, holes, other) for value in obj]
+    return obj
+
+
+_POD_TIMES = {"creationTimestamp": "created"}  # the rest: "started"
+_NODE_TIMES = {"lastHeartbeatTime": "beat"}  # the rest: "created"
+
+
+def _stamp(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def pending_names() -> list[str]:
@@ -107,9 +135,12 @@ class Block:
 class GeneratedCluster:
     """Nodes and pods of a seeded cluster, item by item."""
 
-    def __init__(self, nodes: int, pods: int, seed: int = 9) -> None:
+    def __init__(self, nodes: int, pods: int, seed: int = 9, same_times: bool = False) -> None:
+        """``same_times``: the recorded templates' times on every object (what pods of a kind
+        and nodes of a pool then share is more than on a real cluster)."""
         rng = random.Random(seed)
         templates = Templates()
+        self._seed, self._same_times = seed, same_times
         self.node_count = nodes
         self.roles = node_roles(nodes, rng)
         self._node_templates = {role: self._node_template(templates, role)
@@ -128,9 +159,9 @@ class GeneratedCluster:
         for container in holder["spec"]["containers"]:
             for section in ("limits", "requests"):
                 container["resources"].setdefault(section, {})["nvidia.com/gpu"] = "@@gpus@@"
-        self._holder = Template(_with_version(holder))
-        self._hami = [Template(_with_version(_pod(p, "@@namespace@@", "@@name@@", "@@uid@@",
-                                                  "@@node@@")))
+        self._holder = self._pod_template(holder)
+        self._hami = [self._pod_template(_pod(p, "@@namespace@@", "@@name@@", "@@uid@@",
+                                              "@@node@@"))
                       for p in templates.hami_holders]
         daemon = _pod(templates.cpu_pod, "kube-system", "@@name@@", "@@uid@@", "@@node@@")
         daemon["metadata"]["labels"] = {"app.kubernetes.io/name": "@@daemonset@@"}
@@ -140,9 +171,9 @@ class GeneratedCluster:
         for container in daemon["spec"]["containers"]:
             container["resources"] = {"limits": {"memory": "256Mi"},
                                       "requests": {"cpu": "50m", "memory": "128Mi"}}
-        self._daemon = Template(_with_version(daemon))
-        self._finished = Template(_with_version(_pod(templates.done, "ci", "@@name@@", "@@uid@@",
-                                                     "@@node@@")))
+        self._daemon = self._pod_template(daemon)
+        self._finished = self._pod_template(_pod(templates.done, "ci", "@@name@@", "@@uid@@",
+                                                 "@@node@@"))
         each = PAGED_PENDING // len(PAGED_PENDING_KINDS)
         self.pending = {name: _pending_pod(templates, kind, number)
                         for kind in PAGED_PENDING_KINDS for number in range(each)
@@ -176,11 +207,25 @@ class GeneratedCluster:
         for block in self.blocks:
             self._starts.append(self._starts[-1] + block.count)
 
-    @staticmethod
-    def _node_template(templates: Templates, role: str) -> Template:
+    def _node_template(self, templates: Templates, role: str) -> Template:
         node = make_node(templates, role, "@@name@@", "@@pool@@", 0)
         node["metadata"].update(uid="@@uid@@", resourceVersion="@@rv@@")
-        return Template(node)
+        return Template(node if self._same_times else timed(node, _NODE_TIMES, "created"))
+
+    def _pod_template(self, pod: Obj) -> Template:
+        pod = _with_version(pod)
+        return Template(pod if self._same_times else timed(pod, _POD_TIMES, "started"))
+
+    def _times(self, index: int, span: int) -> dict[str, str]:
+        """An object's times (the holes of ``timed``), seeded by its list position: created
+        within ``span`` before NOW, started 1-20 s later, its last heartbeat within
+        HEARTBEAT_SPAN."""
+        if self._same_times:
+            return {}
+        spread = (index * 2_654_435_761 + self._seed * 40_503) % (span * HEARTBEAT_SPAN)
+        created = NOW - spread // HEARTBEAT_SPAN
+        return {"created": _stamp(created), "started": _stamp(created + 1 + index % 20),
+                "beat": _stamp(NOW - spread % HEARTBEAT_SPAN)}
 
     # -- items ------------------------------------------------------------------------
 
@@ -188,23 +233,26 @@ class GeneratedCluster:
         role, pool = self.roles[index]
         return self._node_templates[role].render(
             {"name": node_name(index), "pool": pool, "uid": f"node-{index:06d}",
-             "rv": 1000 + index})
+             "rv": 1000 + index, **self._times(index, NODE_AGE_SPAN)})
 
     def _render_finished(self, index: int) -> bytes:
         return self._finished.render({"name": f"done-{index:06d}", "uid": f"done-{index}",
-                                      "node": node_name(index % self.node_count)})
+                                      "node": node_name(index % self.node_count),
+                                      **self._times(index, POD_AGE_SPAN)})
 
     def _render_daemon(self, index: int) -> bytes:
         daemonset, node = divmod(index, self.node_count)
         name = DAEMONSETS[daemonset]
         return self._daemon.render({"name": f"{name}-{node:06d}", "daemonset": name,
-                                    "uid": f"ds-{index}", "node": node_name(node)})
+                                    "uid": f"ds-{index}", "node": node_name(node),
+                                    **self._times(index, POD_AGE_SPAN)})
 
     def _render_holder(self, first: int, team: int, offset: int) -> bytes:
         index = first + offset
         node, gpus = self._holders[index]
         values = {"namespace": f"team-{team:02d}", "name": f"train-{index:06d}",
-                  "uid": f"holder-{index}", "node": node_name(node), "gpus": gpus}
+                  "uid": f"holder-{index}", "node": node_name(node), "gpus": gpus,
+                  **self._times(self.daemon_pods + index, POD_AGE_SPAN)}
         return (self._hami[-gpus - 1] if gpus < 0 else self._holder).render(values)
 
     @property
@@ -474,8 +522,11 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=100_000)
     parser.add_argument("--pods", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=9)
+    parser.add_argument("--same-times", action="store_true",
+                        help="every object of a kind with its template's times")
     args = parser.parse_args()
-    server = PageServer(GeneratedCluster(args.nodes, args.pods, args.seed)).start()
+    server = PageServer(GeneratedCluster(args.nodes, args.pods, args.seed,
+                                         args.same_times)).start()
     print(server.url, flush=True)
     sys.stdin.read()  # serve until the parent closes our stdin (or kills us)
     server.stop()

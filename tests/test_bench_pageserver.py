@@ -125,3 +125,21 @@ def test_the_watch_cache_reads_the_whole_cluster(server: PageServer, tmp_path: A
             ref.partition("/")[2] for ref in paged_pending_refs()}
     finally:
         cache.stop()
+
+
+def test_pods_and_nodes_have_their_own_times_seeded_and_the_old_shape_on_request() -> None:
+    def times(cluster: GeneratedCluster) -> tuple[list[Any], list[Any]]:
+        pods, _ = cluster.pod_page(0, PODS, True)
+        nodes = [json.loads(cluster.render_node(i)) for i in range(NODES)]
+        return ([(p["metadata"]["creationTimestamp"], p["status"].get("startTime"))
+                 for p in map(json.loads, pods) if p["spec"].get("nodeName")],
+                [[c["lastHeartbeatTime"] for c in n["status"]["conditions"]] for n in nodes])
+
+    pod_times, node_times = times(GeneratedCluster(NODES, PODS))
+    assert len(set(pod_times)) > 0.9 * len(pod_times)
+    assert all(created < started for created, started in pod_times)
+    assert len({beats[0] for beats in node_times}) > NODES // 2
+    assert (pod_times, node_times) == times(GeneratedCluster(NODES, PODS))
+    assert (pod_times, node_times) != times(GeneratedCluster(NODES, PODS, seed=10))
+    same_pods, same_nodes = times(GeneratedCluster(NODES, PODS, same_times=True))
+    assert len(set(same_pods)) <= 3 and len({beats[0] for beats in same_nodes}) <= 3
