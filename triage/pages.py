@@ -10,12 +10,15 @@ fit (a field of an unexpected JSON type, anything msgspec refuses) is parsed who
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from scoring.objects import K8sObject, is_terminated
 from triage.slim import SLIM_NODE, SLIM_POD, slim, trim_pod
+
+if TYPE_CHECKING:
+    from triage.cluster.resources import Resource
 
 _LIST: Any = list  # subscripted with types made at run time, which mypy cannot see
 
@@ -66,6 +69,22 @@ class ItemShape:
         except self._unfit:
             return None
         return document.get("metadata") or {}, document.get("items") or []
+
+    def kept_page(self, resource: Resource, data: bytes,
+                  ) -> tuple[Mapping[str, Any], list[K8sObject]] | None:
+        """A list page's metadata and what is kept of its items, or None when the page does
+        not fit the kept fields' types (parse it whole)."""
+        cut = self.cut_page(data)
+        if cut is None:
+            return None
+        metadata, small = cut
+        return metadata, [kept for item in with_kind(resource, small)
+                          if (kept := self.finish(item)) is not None]
+
+
+def with_kind(resource: Resource, items: Iterable[K8sObject]) -> list[K8sObject]:
+    """List items come without kind/apiVersion; add them, as kubectl does in its output."""
+    return [{"apiVersion": resource.api_version, "kind": resource.kind, **item} for item in items]
 
 
 @cache

@@ -18,7 +18,10 @@ SLIM_NODE: _Keep = {
     "apiVersion": True, "kind": True,
     "metadata": {**SLIM_METADATA, "annotations": True},
     "spec": {"taints": True, "unschedulable": True},
-    "status": {key: True for key in ("capacity", "allocatable", "conditions", "runtimeHandlers")},
+    "status": {"capacity": True, "allocatable": True, "runtimeHandlers": True,
+               # what scoring.nodes.not_ready reads: not the times, which differ per node
+               # (the kubelet's heartbeat) where a pool's conditions are otherwise alike
+               "conditions": {"type": True, "status": True, "reason": True, "message": True}},
 }
 _CONTAINER: _Keep = {"name": True, "resources": True, "restartPolicy": True}
 SLIM_POD: _Keep = {
@@ -59,16 +62,27 @@ def trim_pod(small: K8sObject) -> K8sObject:
     pod without a startTime (150,000 pods' other conditions would be kept for nothing)."""
     annotations = small.get("metadata", {}).get("annotations")
     if annotations:
-        small["metadata"]["annotations"] = {
-            k: v for k, v in annotations.items() if k.startswith(SLIM_POD_ANNOTATION_PREFIXES)}
+        small["metadata"]["annotations"] = device_annotations(annotations)
     status = small.get("status")
     if status and "conditions" in status:
         if status.get("startTime"):
             del status["conditions"]
         else:
-            status["conditions"] = [c for c in status["conditions"] or ()
-                                    if isinstance(c, dict) and c.get("type") == "PodScheduled"]
+            status["conditions"] = scheduled_conditions(status["conditions"])
     return small
+
+
+def device_annotations(annotations: Any) -> Any:
+    """Of a pod's annotations, those that record device allocations (anything but an object
+    is kept as it is)."""
+    if not isinstance(annotations, dict):
+        return annotations
+    return {k: v for k, v in annotations.items() if k.startswith(SLIM_POD_ANNOTATION_PREFIXES)}
+
+
+def scheduled_conditions(conditions: Any) -> list[Any]:
+    """Of a pod's conditions, the one a pod without a startTime is kept for: PodScheduled."""
+    return [c for c in conditions or () if isinstance(c, dict) and c.get("type") == "PodScheduled"]
 
 
 def slim_outside(namespace: str, pod: K8sObject) -> K8sObject:

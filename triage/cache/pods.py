@@ -12,8 +12,8 @@ from typing import Generic, TypeVar
 
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
+from triage.cache.podpages import SharedPods
 from triage.cache.stores import MAX_SHARED_SPECS, Alike
-from triage.pages import kept_pods
 from triage.pods import Holdings, add_holding, extended_share, sum_requests
 from triage.rows import pod_row
 from triage.slim import slim_pod
@@ -44,7 +44,8 @@ class PodStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
+        # a pod's summed requests are found again (``_share``) when it leaves: not kept
+        self._pods: dict[tuple[str, str], K8sObject] = {}
         self._rows: dict[tuple[str, str], PodRow] = {}  # of the pods in _pods, as they are
         self._row_requests: ByIdentity[Mapping[str, Decimal]] = ByIdentity()
         self._by_node: dict[str, tuple[K8sObject, ...]] = {}
@@ -58,13 +59,13 @@ class PodStore:
         self._shares: ByIdentity[Amounts] = ByIdentity()
         self._shares_by_json: Alike[Amounts] = Alike()
         # what a list keeps of each pod as its page arrives (of a finished one: nothing)
-        self.slim = kept_pods(self._kept)
+        self.slim = SharedPods(self._kept, self._alike)
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's pods, slim already (kept by ``slim`` as their pages came), indexed
         in bulk: each node's pods sorted and its sums made once per kind of pod on it (a
         namespace's pods of one spec), not per pod."""
-        pods: dict[tuple[str, str], tuple[K8sObject, Amounts]] = {}
+        pods: dict[tuple[str, str], K8sObject] = {}
         on_node: dict[str, list[tuple[tuple[str, str], K8sObject]]] = {}
         # by node, its pods' (namespace, share) in the order first seen, and how many
         kinds_on: dict[str, dict[tuple[str, int], tuple[Amounts, list[int]]]] = {}
@@ -79,13 +80,12 @@ class PodStore:
                 names.pop(name, None)
                 waiting.pop(key, None)
                 continue
-            share = self._share(pod)
-            pods[key] = (pod, share)
-            names[name] = pod
+            pods[key] = names[name] = pod
             if _waiting(pod):
                 waiting[key] = pod
             if node_name := pod.get("spec", {}).get("nodeName"):
                 on_node.setdefault(node_name, []).append((key, pod))
+                share = self._share(pod)
                 kinds = kinds_on.setdefault(node_name, {})
                 kind = kinds.get((namespace, id(share)))
                 if kind is None:
@@ -111,8 +111,8 @@ class PodStore:
             asked = self._discard(key)
             self._add(pod)
             # a pod triages asked about gets its new row now, off their path
-            if asked and (entry := self._pods.get(key)) is not None:
-                self._rows[key] = self._row(entry[0])
+            if asked and (kept := self._pods.get(key)) is not None:
+                self._rows[key] = self._row(kept)
 
     def row_of(self, pod: K8sObject) -> PodRow | None:
         """The row of a pod the cache holds (this very copy: a triage's view is read while
@@ -120,8 +120,7 @@ class PodStore:
         triage fetched, or one an event has replaced since the view was taken)."""
         key = object_key(pod)
         with self._lock:
-            entry = self._pods.get(key)
-            if entry is None or entry[0] is not pod:
+            if self._pods.get(key) is not pod:
                 return None
             row = self._rows.get(key)
             if row is None:
@@ -185,8 +184,7 @@ class PodStore:
             names.pop(name, None)
             return
         small = self._kept(slim_pod(pod))
-        share = self._share(small)
-        self._pods[key] = (small, share)
+        self._pods[key] = small
         if name not in names:
             self._unordered.add(namespace)
         names[name] = small  # a known name keeps its place
@@ -196,6 +194,7 @@ class PodStore:
             on_node = self._by_node.get(node_name, ())
             at = bisect.bisect_left(on_node, key, key=object_key)
             self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
+            share = self._share(small)
             self._requested[node_name] = add_amounts(self._requested.get(node_name, {}), share, 1)
             if extended := extended_share(share):
                 self._holdings[node_name] = add_holding(self._holdings.get(node_name, {}),
@@ -204,17 +203,17 @@ class PodStore:
     def _discard(self, key: tuple[str, str]) -> bool:
         """Take the pod out of the node index, sums and rows (the namespace index keeps its
         slot); whether it had a row."""
-        entry = self._pods.pop(key, None)
+        old = self._pods.pop(key, None)
         self._waiting.pop(key, None)
         asked = self._rows.pop(key, None) is not None
-        if entry is None:
+        if old is None:
             return asked
-        old, share = entry
         node_name = old.get("spec", {}).get("nodeName")
         if not node_name:
             return asked
         rest = tuple(p for p in self._by_node.get(node_name, ()) if p is not old)
         if rest:
+            share = self._share(old)
             self._by_node[node_name] = rest
             self._requested[node_name] = add_amounts(self._requested[node_name], share, -1)
             if extended := extended_share(share):
@@ -239,9 +238,9 @@ class PodStore:
     def nodes_of(self, keys: Iterable[tuple[str, str]]) -> frozenset[str]:
         """The nodes the cached copies of these pods are bound to."""
         with self._lock:
-            entries = [self._pods.get(key) for key in keys]
-        return frozenset(node for entry in entries if entry is not None
-                         if (node := entry[0].get("spec", {}).get("nodeName")))
+            cached = [self._pods.get(key) for key in keys]
+        return frozenset(node for pod in cached if pod is not None
+                         if (node := pod.get("spec", {}).get("nodeName")))
 
     def in_namespace(self, namespace: str) -> list[K8sObject]:
         with self._lock:
@@ -254,7 +253,7 @@ class PodStore:
     def all(self) -> list[K8sObject]:
         """Every cached pod: the slim copies themselves, to read and never change."""
         with self._lock:
-            return [small for small, _share in self._pods.values()]
+            return list(self._pods.values())
 
     def __len__(self) -> int:
         return len(self._pods)

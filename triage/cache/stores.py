@@ -91,11 +91,17 @@ class Alike(Generic[T]):
     def __call__(self, value: T) -> T:
         key = encode(value)
         known = self._known.get(key)
-        if known is None:
-            if len(self._known) >= MAX_SHARED_SPECS:
-                self._known.clear()
-            known = self._known[key] = value
-        return known
+        return self.put(key, value) if known is None else known
+
+    def get(self, key: bytes) -> T | None:
+        """The value known by this JSON (a list page's own bytes of it: nothing to encode)."""
+        return self._known.get(key)
+
+    def put(self, key: bytes, value: T) -> T:
+        if len(self._known) >= MAX_SHARED_SPECS:
+            self._known.clear()
+        self._known[key] = value
+        return value
 
 
 def _interned(labels: object) -> object:

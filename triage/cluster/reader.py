@@ -7,7 +7,7 @@ import json
 import logging
 import re
 import ssl
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -24,7 +24,7 @@ from triage.cluster.kubeconfig import server_url
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.resources import _VERSION, ACCESS_REVIEWS, VISIBILITY_GROUP, Resource
 from triage.errors import ClusterError
-from triage.pages import ItemShape
+from triage.pages import ItemShape, with_kind
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)
@@ -163,11 +163,9 @@ class ClusterReader:
               keep: ItemShape | Callable[[K8sObject], K8sObject | None] | None,
               items: list[K8sObject]) -> Mapping[str, Any]:
         """Add what ``keep`` keeps of a list page's items to ``items``; the page's metadata."""
-        if isinstance(keep, ItemShape) and (cut := keep.cut_page(data)) is not None:
-            metadata, small = cut
-            items.extend(kept for item in with_kind(resource, small)
-                         if (kept := keep.finish(item)) is not None)
-            return metadata
+        if isinstance(keep, ItemShape) and (cut := keep.kept_page(resource, data)) is not None:
+            items.extend(cut[1])
+            return cut[0]
         document = self._parse(call, data)
         metadata = document.get("metadata") or {}
         page = with_kind(resource, document.pop("items", None) or [])
@@ -447,6 +445,3 @@ def _admission_cause(message: str) -> Cause | None:
 
 
 
-def with_kind(resource: Resource, items: Iterable[K8sObject]) -> list[K8sObject]:
-    """List items come without kind/apiVersion; add them, as kubectl does in its output."""
-    return [{"apiVersion": resource.api_version, "kind": resource.kind, **item} for item in items]

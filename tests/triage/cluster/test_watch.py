@@ -583,7 +583,7 @@ def test_pods_alike_but_for_their_node_share_one_requests_answer() -> None:
     store = PodStore()
     store.replace([pod, twin])
     store.upsert(bigger)
-    shares = {key: share for key, (_, share) in store._pods.items()}
+    shares = {key: store._share(cached) for key, cached in store._pods.items()}
     assert shares[object_key(pod)] is shares[object_key(twin)]
     assert shares[object_key(bigger)]["cpu"] == Decimal(99)
     assert store.by_node_view()[1]["elsewhere"]["pods"] == 2
