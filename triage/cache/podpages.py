@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -78,7 +79,7 @@ class _Page(Struct):
     items: list[_Pod] | None = None
 
 
-_SPEC_FIELDS = tuple(field for field in _Spec.__struct_fields__ if field != "nodeName")
+_shared_fields = attrgetter(*(field for field in _Spec.__struct_fields__ if field != "nodeName"))
 _CONTAINER_FIELDS = frozenset({"containers", "initContainers"})
 
 
@@ -154,8 +155,7 @@ class SharedPods(ItemShape):
     def _spec(self, spec: _Spec) -> K8sObject:
         """The pod's spec: a copy of the one its kind shares, its node filled in."""
         on_node = spec.nodeName is not UNSET
-        key = b"\0".join([*(getattr(spec, field) for field in _SPEC_FIELDS),
-                          b"n" if on_node else b""])
+        key = b"\0".join((*_shared_fields(spec), b"n" if on_node else b""))
         shared = self._specs.get(key)
         if shared is None:
             shared = self._specs.put(key, self._shared_spec(spec, on_node))

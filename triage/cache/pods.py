@@ -84,9 +84,13 @@ class PodStore:
             if _waiting(pod):
                 waiting[key] = pod
             if node_name := pod.get("spec", {}).get("nodeName"):
-                on_node.setdefault(node_name, []).append((key, pod))
+                listed = on_node.get(node_name)
+                if listed is None:
+                    listed, kinds = on_node[node_name], kinds_on[node_name] = [], {}
+                else:
+                    kinds = kinds_on[node_name]
+                listed.append((key, pod))
                 share = self._share(pod)
-                kinds = kinds_on.setdefault(node_name, {})
                 kind = kinds.get((namespace, id(share)))
                 if kind is None:
                     kind = kinds[namespace, id(share)] = (share, [0])
@@ -262,7 +266,7 @@ class PodStore:
 def _request_fields(pod: K8sObject) -> tuple[object, ...]:
     """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
     spec = pod.get("spec") or {}
-    return tuple(spec.get(field) for field in _REQUEST_FIELDS)
+    return tuple(map(spec.get, _REQUEST_FIELDS))
 
 
 class ByIdentity(Generic[T]):
