@@ -103,5 +103,11 @@ def slim_pods() -> ItemShape:
 def kept_pods(keep: Callable[[K8sObject], K8sObject]) -> ItemShape:
     """``slim_pods``, each pod kept passed through ``keep`` as its page arrives (the watch
     cache's store: its pods share what they have alike before the page goes)."""
-    return ItemShape("Pod", SLIM_POD, lambda small: None if is_terminated(small)
-                     else keep(trim_pod(small)))
+    return ItemShape("Pod", SLIM_POD, finished_pods(keep))
+
+
+def finished_pods(keep: Callable[[K8sObject], K8sObject],
+                  ) -> Callable[[K8sObject], K8sObject | None]:
+    """What is kept of a pod cut to SLIM_POD: ``keep`` of it trimmed (``trim_pod``); of a
+    finished pod, nothing."""
+    return lambda small: None if is_terminated(small) else keep(trim_pod(small))

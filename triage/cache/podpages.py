@@ -22,7 +22,7 @@ from msgspec import UNSET, Raw, Struct, UnsetType
 
 from scoring.objects import TERMINAL_PHASES, K8sObject
 from triage.cache.stores import Alike
-from triage.pages import ItemShape, kept_pods
+from triage.pages import ItemShape, finished_pods
 from triage.slim import SLIM_POD, device_annotations, scheduled_conditions, slim
 
 if TYPE_CHECKING:
@@ -90,8 +90,7 @@ class SharedPods(ItemShape):
 
     def __init__(self, keep: Callable[[K8sObject], K8sObject],
                  alike: Callable[[object], object]) -> None:
-        generic = kept_pods(keep)
-        super().__init__("Pod", SLIM_POD, generic.finish)
+        super().__init__("Pod", SLIM_POD, finished_pods(keep))
         self._alike = alike
         self._pages = msgspec.json.Decoder(_Page)
         # by their bytes in a page: specs (less the node, with a slot for it), then values
@@ -130,10 +129,8 @@ class SharedPods(ItemShape):
     def _metadata(self, metadata: _Metadata) -> K8sObject:
         kept: K8sObject = {}
         if metadata.annotations:
-            key = bytes(metadata.annotations)
-            known = self._annotations.get(key)
-            kept["annotations"] = self._annotations.put(
-                key, self._alike(device_annotations(_decode(key)))) if known is None else known
+            kept["annotations"] = self._value(metadata.annotations, self._annotations,
+                                              device_annotations)
         if (value := metadata.creationTimestamp) is not UNSET:
             kept["creationTimestamp"] = value
         if (value := metadata.deletionTimestamp) is not UNSET:
@@ -199,11 +196,17 @@ class SharedPods(ItemShape):
             kept["startTime"] = started
         return kept
 
-    def _value(self, raw: Raw) -> object:
-        """A field kept whole, one object for each distinct value."""
+    def _value(self, raw: Raw, known: Alike[object] | None = None,
+               cut: Callable[[Any], Any] | None = None) -> object:
+        """A field kept whole, or as ``cut`` cuts it (its values in ``known``): one object for
+        each distinct value."""
+        table = self._values if known is None else known
         key = bytes(raw)
-        known = self._values.get(key)
-        return self._values.put(key, self._alike(_decode(key))) if known is None else known
+        value = table.get(key)
+        if value is None:
+            decoded = _decode(key)
+            value = table.put(key, self._alike(decoded if cut is None else cut(decoded)))
+        return value
 
 
 def _interned(value: Any) -> Any:
