@@ -26,14 +26,15 @@ _LIST: Any = list  # subscripted with types made at run time, which mypy cannot 
 def _shape(name: str, keep: dict[str, Any]) -> Any:
     """A TypedDict of the kept keys: a key kept whole is Any; a key cut further is, as
     ``slim`` cuts it, an object or a list of objects (or null)."""
-    fields: dict[str, Any] = {}
-    for key, inner in keep.items():
-        if inner is True:
-            fields[key] = Any
-        else:
-            item = _shape(f"{name}_{key}", inner)
-            fields[key] = _LIST[item] | item | None
-    return _typed_dict(name, fields)
+    return _typed_dict(name, {key: Any if inner is True else kept_type(f"{name}_{key}", inner)
+                              for key, inner in keep.items()})
+
+
+def kept_type(name: str, keep: dict[str, Any]) -> Any:
+    """The type of a field cut to ``keep``: as ``slim`` cuts it, an object or a list of
+    objects (or null)."""
+    item = _shape(name, keep)
+    return _LIST[item] | item | None
 
 
 def _typed_dict(name: str, fields: dict[str, Any]) -> Any:

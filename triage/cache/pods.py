@@ -12,8 +12,7 @@ from typing import Generic, TypeVar
 
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
-from triage.cache.podpages import SharedPods
-from triage.cache.stores import MAX_SHARED_SPECS, Alike
+from triage.cache.listpages import MAX_SHARED_SPECS, Alike, SharedPods
 from triage.pods import Holdings, add_holding, extended_share, sum_requests
 from triage.rows import pod_row
 from triage.slim import slim_pod

@@ -3,21 +3,13 @@ per event and viewed in the API server's list order."""
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Iterable
-from typing import Generic, TypeVar
-
-import msgspec
 
 from scoring.nodetable import NodeInfo, node_info
 from scoring.objects import K8sObject, object_key
-from triage.pages import ItemShape
-from triage.slim import SLIM_NODE, slim_node
-
-MAX_SHARED_SPECS = 10_000  # distinct pod specs (and other shared values) remembered
-encode = msgspec.json.Encoder().encode
-T = TypeVar("T")
+from triage.cache.listpages import Alike, SharedNodes, interned_labels
+from triage.slim import slim_node
 
 
 class NodeStore:
@@ -28,7 +20,7 @@ class NodeStore:
         self._lock = threading.Lock()
         self._alike: Alike[object] = Alike()
         # kept of a node as its page arrives
-        self.slim = ItemShape("Node", SLIM_NODE, self._kept)
+        self.slim = SharedNodes(self._kept, self._alike)
         self._nodes: dict[str, NodeInfo] = {}
         self._in_order = True
         self._view: tuple[list[K8sObject], tuple[NodeInfo, ...]] | None = None
@@ -50,7 +42,7 @@ class NodeStore:
         if isinstance(status, dict):
             kept["status"] = {field: self._alike(value) for field, value in status.items()}
         if isinstance(metadata, dict):
-            kept["metadata"] = {field: _interned(value) if field == "labels" else
+            kept["metadata"] = {field: interned_labels(value) if field == "labels" else
                                 self._alike(value) if field == "annotations" else value
                                 for field, value in metadata.items()}
         return kept
@@ -79,37 +71,6 @@ class NodeStore:
 
     def __len__(self) -> int:
         return len(self._nodes)
-
-
-class Alike(Generic[T]):
-    """One object for each distinct value (by its JSON) of the last MAX_SHARED_SPECS: the
-    stores' objects share their equal parts (read and never changed)."""
-
-    def __init__(self) -> None:
-        self._known: dict[bytes, T] = {}
-
-    def __call__(self, value: T) -> T:
-        key = encode(value)
-        known = self._known.get(key)
-        return self.put(key, value) if known is None else known
-
-    def get(self, key: bytes) -> T | None:
-        """The value known by this JSON (a list page's own bytes of it: nothing to encode)."""
-        return self._known.get(key)
-
-    def put(self, key: bytes, value: T) -> T:
-        if len(self._known) >= MAX_SHARED_SPECS:
-            self._known.clear()
-        self._known[key] = value
-        return value
-
-
-def _interned(labels: object) -> object:
-    """Labels with their keys and values interned (a pool's nodes share most of them)."""
-    if not isinstance(labels, dict):
-        return labels
-    return {sys.intern(key): sys.intern(value) if isinstance(value, str) else value
-            for key, value in labels.items()}
 
 
 class ObjectStore:

@@ -13,14 +13,14 @@ from bot.clusters.sources import WatchSource
 from tests.kubeapi import FakeKubeAPI
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import eventually
-from triage.cache import NodeStore, PodStore, podpages
+from triage.cache import NodeStore, PodStore, listpages
 from triage.cluster import load_api_client
 from triage.cluster.reader import ClusterReader, head_token
-from triage.cluster.resources import NON_TERMINATED, PODS
+from triage.cluster.resources import NODES, NON_TERMINATED, PODS, Resource
 from triage.errors import ClusterError
 from triage.pages import ItemShape, with_kind
 from triage.refs import PodRef
-from triage.slim import SLIM_POD, slim
+from triage.slim import SLIM_NODE, SLIM_POD, slim
 
 SEVEN = FIXTURES / "scenarios" / "seven-states"
 RECORDED = sorted(d for folder in ("scenarios", "scenarios-extra")
@@ -145,32 +145,39 @@ def test_a_failing_page_read_ahead_fails_the_list_with_one_sentence(tmp_path: Pa
     assert "\n" not in str(failed.value) and str(failed.value).endswith(".")
 
 
-def whole(page: bytes) -> list[dict[str, Any]]:
-    """What the watch cache keeps of a page's pods, each item parsed whole and cut one by one
-    (the reader's way with a page no decoder's types fit)."""
-    shape = PodStore().slim
-    return [kept for item in with_kind(PODS, json.loads(page)["items"])
+def whole(page: bytes, resource: Resource = PODS) -> list[dict[str, Any]]:
+    """What the watch cache keeps of a page's pods (or nodes), each item parsed whole and cut
+    one by one (the reader's way with a page no decoder's types fit)."""
+    shape = (PodStore() if resource is PODS else NodeStore()).slim
+    return [kept for item in with_kind(resource, json.loads(page)["items"])
             if (kept := shape(item)) is not None]
 
 
-def test_the_shared_pod_decoder_reads_the_fields_slim_pod_keeps() -> None:
+def test_the_shared_decoders_read_the_fields_slim_keeps() -> None:
     def fields(struct: Any) -> set[str]:
         return set(struct.__struct_fields__)
 
-    assert fields(podpages._Pod) == set(SLIM_POD)
-    assert fields(podpages._Metadata) == set(SLIM_POD["metadata"])
-    assert fields(podpages._Spec) == set(SLIM_POD["spec"])
-    assert fields(podpages._Status) == set(SLIM_POD["status"])
+    assert fields(listpages._Pod) == set(SLIM_POD) == fields(listpages._Node) == set(SLIM_NODE)
+    assert fields(listpages._Metadata) == set(SLIM_POD["metadata"]) == set(SLIM_NODE["metadata"])
+    assert fields(listpages._Spec) == set(SLIM_POD["spec"])
+    assert fields(listpages._Status) == set(SLIM_POD["status"])
+    assert fields(listpages._NodeSpec) == set(SLIM_NODE["spec"])
+    assert fields(listpages._NodeStatus) == set(SLIM_NODE["status"])
 
 
 @pytest.mark.parametrize("directory", RECORDED, ids=[d.name for d in RECORDED])
-def test_a_recorded_page_of_pods_is_kept_as_each_whole_pod_is(directory: Path) -> None:
-    page = as_page(json.loads((directory / "pods.json").read_text())["items"])
-    kept = PodStore().slim.kept_page(PODS, page)
+@pytest.mark.parametrize("resource", [PODS, NODES], ids=["pods", "nodes"])
+def test_a_recorded_page_is_kept_as_each_whole_item_is(directory: Path,
+                                                       resource: Resource) -> None:
+    page = as_page(json.loads((directory / f"{resource.plural}.json").read_text())["items"])
+    shape = (PodStore() if resource is PODS else NodeStore()).slim
+    kept = shape.kept_page(resource, page)
     assert kept is not None
-    metadata, pods = kept
+    metadata, items = kept
     assert metadata == {"resourceVersion": "7", "continue": "next"}
-    assert pods == whole(page)  # the same fields and values
+    assert items == whole(page, resource)  # the same fields and values
+    if resource is NODES:
+        assert "lastHeartbeatTime" not in json.dumps(items)
 
 
 def test_pods_of_a_kind_share_their_spec_labels_and_owners_but_not_their_node() -> None:
@@ -266,3 +273,55 @@ def test_the_watch_cache_keeps_odd_pods_as_whole_pods_and_answers(tmp_path: Path
             assert source.triage(PodRef("research", "full")).cause == "exhausted"
         finally:
             source.stop()
+
+
+def test_the_nodes_of_a_pool_share_their_parts_but_not_their_labels() -> None:
+    base = json.loads((SEVEN / "nodes.json").read_text())["items"][0]
+    pool = []
+    for number in range(3):
+        node = copy.deepcopy(base)
+        node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = \
+            f"gpu-{number}"
+        for condition in node["status"]["conditions"]:
+            condition["lastHeartbeatTime"] = f"2026-11-30T12:5{number}:00Z"
+        pool.append(node)
+    kept = NodeStore().slim.kept_page(NODES, as_page(pool))
+    assert kept is not None
+    first, *others = kept[1]
+    for other in others:
+        for field in ("capacity", "allocatable", "conditions"):
+            assert other["status"][field] is first["status"][field]
+        assert other["spec"] is first["spec"]
+        assert other["metadata"]["labels"] is not first["metadata"]["labels"]
+    assert [node["metadata"]["labels"]["kubernetes.io/hostname"] for node in kept[1]] == \
+        ["gpu-0", "gpu-1", "gpu-2"]
+    assert kept[1] == whole(as_page(pool), NODES)
+
+
+ODD_NODE_FIELDS = {
+    "no status": (("status",), None), "no spec": (("spec",), None),
+    "labels a list": (("metadata", "labels"), ["a"]),
+    "taints a string": (("spec", "taints"), "gpu"),
+    "capacity null": (("status", "capacity"), "null"),
+    "conditions an object": (("status", "conditions"), {"type": "Ready"}),
+    "conditions of strings": (("status", "conditions"), ["Ready"]),
+    "a condition's status a number": (("status", "conditions", 0, "status"), 1),
+    "status a list": (("status",), ["Ready"]),
+}
+
+
+@pytest.mark.parametrize("label", sorted(ODD_NODE_FIELDS))
+def test_an_odd_node_is_kept_as_the_whole_node_is(label: str) -> None:
+    path, value = ODD_NODE_FIELDS[label]
+    node = copy.deepcopy(json.loads((SEVEN / "nodes.json").read_text())["items"][0])
+    target: Any = node
+    for key in path[:-1]:
+        target = target[key]
+    if value is None:
+        target.pop(path[-1], None)
+    else:
+        target[path[-1]] = None if value == "null" else value
+    page = as_page([node])
+    kept = NodeStore().slim.kept_page(NODES, page)
+    # None: not a page msgspec fits either way; the reader then cuts each whole node
+    assert (kept[1] if kept is not None else whole(page, NODES)) == whole(page, NODES)
