@@ -221,18 +221,23 @@ ODD_FIELDS = {
 }
 
 
-def odd_pod(label: str) -> dict[str, Any]:
-    path, value = ODD_FIELDS[label]
-    pod = copy.deepcopy(json.loads((SEVEN / "pods.json").read_text())["items"][0])
-    pod["metadata"]["name"] = f"odd-{sorted(ODD_FIELDS).index(label):02d}"
-    target = pod
+def with_field(obj: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    """The object with the field at ``path`` set to ``value`` ("null": JSON null; None: the
+    field left out)."""
+    target: Any = obj
     for key in path[:-1]:
         target = target[key]
     if value is None:
         target.pop(path[-1], None)
     else:
         target[path[-1]] = None if value == "null" else value
-    return pod
+    return obj
+
+
+def odd_pod(label: str) -> dict[str, Any]:
+    pod = copy.deepcopy(json.loads((SEVEN / "pods.json").read_text())["items"][0])
+    pod["metadata"]["name"] = f"odd-{sorted(ODD_FIELDS).index(label):02d}"
+    return with_field(pod, *ODD_FIELDS[label])
 
 
 @pytest.mark.parametrize("label", sorted(ODD_FIELDS))
@@ -312,16 +317,8 @@ ODD_NODE_FIELDS = {
 
 @pytest.mark.parametrize("label", sorted(ODD_NODE_FIELDS))
 def test_an_odd_node_is_kept_as_the_whole_node_is(label: str) -> None:
-    path, value = ODD_NODE_FIELDS[label]
     node = copy.deepcopy(json.loads((SEVEN / "nodes.json").read_text())["items"][0])
-    target: Any = node
-    for key in path[:-1]:
-        target = target[key]
-    if value is None:
-        target.pop(path[-1], None)
-    else:
-        target[path[-1]] = None if value == "null" else value
-    page = as_page([node])
+    page = as_page([with_field(node, *ODD_NODE_FIELDS[label])])
     kept = NodeStore().slim.kept_page(NODES, page)
     # None: not a page msgspec fits either way; the reader then cuts each whole node
     assert (kept[1] if kept is not None else whole(page, NODES)) == whole(page, NODES)
