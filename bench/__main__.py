@@ -434,14 +434,16 @@ PAGED_ANSWERS = 30  # slash commands answered from the cache at the page-rendere
 
 
 def measure_paged(nodes: int, pods: int, seed: int, row: Callable[..., None],
-                  profile: bool, same_times: bool = False) -> None:
+                  profile: bool, same_times: bool = False,
+                  profile_answers: bool = False) -> None:
     """The watch cache of ``gpuwhy serve`` at a size no dump holds: bench/pageserver.py, in a
     child process, renders each list page as it is asked for. Floors of the same run: the raw
     list time (bench.pageserver.raw_list: nodes and non-terminated pods, pages of 500, each
     list in a thread of this process as the cache's reflectors list) and the bare loop over
     the cached nodes (in the cache's process). The cache's child (bench/watch_child.py
     --answers): time to ready, RSS, then PAGED_ANSWERS slash commands answered as
-    ``post_answer`` answers them (its ``answer``), API requests per answer, RSS after."""
+    ``post_answer`` answers them (its ``answer``), API requests per answer, RSS after;
+    with ``profile_answers``, those answers once more under cProfile (after the timed ones)."""
     import threading
 
     from bench.pageserver import NON_TERMINATED, paged_pending_refs, raw_list, write_kubeconfig
@@ -483,7 +485,8 @@ def measure_paged(nodes: int, pods: int, seed: int, row: Callable[..., None],
                                           text=True, check=True)
                     print("    profile of the ready path's lists:")
                     print("      " + "\n      ".join(done.stdout.splitlines()))
-                command = [sys.executable, "-m", "bench.watch_child", "--answers", kubeconfig,
+                command = [sys.executable, "-m", "bench.watch_child", "--answers",
+                           *(["--profile-answers"] if profile_answers else []), kubeconfig,
                            *paged_pending_refs()[:PAGED_ANSWERS]]
                 server_cpu = _process_cpu(server.pid)
                 with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as child:
@@ -532,6 +535,9 @@ def main() -> int:
     parser.add_argument("--same-times", action="store_true",
                         help="at the paged sizes, every pod of a kind and node of a pool with "
                              "the same times (the generator's shape before times varied)")
+    parser.add_argument("--profile-answers", action="store_true",
+                        help="also profile the slash command answers at the paged sizes "
+                             "(after the timed ones)")
     parser.add_argument("--skip", default="",
                         help="comma list of: snapshot,gang,cli,startup,watch,cold")
     args = parser.parse_args()
@@ -571,7 +577,8 @@ def main() -> int:
     for size in filter(None, args.paged_sizes.split(",")):
         nodes, pods = (int(part) for part in size.split("x"))
         print(f"{nodes:,} nodes / {pods:,} pods, each list page rendered as it is asked for")
-        measure_paged(nodes, pods, args.seed, row, args.profile, args.same_times)
+        measure_paged(nodes, pods, args.seed, row, args.profile, args.same_times,
+                      args.profile_answers)
     return 0
 
 

@@ -1,12 +1,15 @@
 """The watch cache side of ``python -m bench``, in its own process so its RSS is its own.
 
-Run by bench/__main__.py: python -m bench.watch_child [--answers | --profile] KUBECONFIG REF...
+Run by bench/__main__.py:
+python -m bench.watch_child [--answers [--profile-answers] | --profile] KUBECONFIG REF...
 Prints a JSON line the moment the cache is ready (time to ready, CPU time until then, RSS),
 then one more: RSS after the triages and API requests per triage of each ref from the cache,
 and either the views from the cache or, with ``--answers``, each slash command's answer time
 (see ``answer``) and the full collections during them, against the bare loop over the cached
 nodes. ``--profile``: the ready path's lists instead (nodes, then pods, each listed and
-stored in this thread under cProfile), its top entries printed.
+stored in this thread under cProfile), its top entries printed. ``--profile-answers``: after
+the timed answers, the same answers once more under cProfile, its top entries printed (on
+stderr, so the JSON lines stay the last of stdout).
 """
 
 from __future__ import annotations
@@ -124,14 +127,31 @@ def profile_ready(kubeconfig: str) -> int:
             del items
     profile.disable()
     elapsed = time.perf_counter() - started
-    out = io.StringIO()
-    stats = pstats.Stats(profile, stream=out)
-    stats.sort_stats("tottime").print_stats(18)
-    stats.sort_stats("cumulative").print_stats(18)
     print(json.dumps({"profiled_seconds": elapsed, "nodes": len(nodes), "pods": len(pods),
                       "rss": rss_bytes()}))
-    print(out.getvalue())
+    print(top_entries(profile))
     return 0
+
+
+def top_entries(profile: cProfile.Profile, count: int = 18) -> str:
+    """The profile's top entries by own time, then by cumulative time."""
+    out = io.StringIO()
+    stats = pstats.Stats(profile, stream=out)
+    stats.sort_stats("tottime").print_stats(count)
+    stats.sort_stats("cumulative").print_stats(count)
+    return out.getvalue()
+
+
+def profile_answers(source: Any, refs: list[Any]) -> None:
+    """The answers once more, under cProfile; the top entries on stderr."""
+    profile = cProfile.Profile()
+    started = time.perf_counter()
+    profile.enable()
+    for ref in refs:
+        answer(source, ref)
+    profile.disable()
+    print(f"profile of {len(refs)} answers ({time.perf_counter() - started:.2f} s profiled):\n"
+          + top_entries(profile), file=sys.stderr)
 
 
 def main() -> int:
@@ -145,7 +165,8 @@ def main() -> int:
     if arguments[0] == "--profile":
         return profile_ready(arguments[1])
     answers = arguments[0] == "--answers"
-    kubeconfig, *refs = arguments[1:] if answers else arguments
+    profiled = answers and arguments[1] == "--profile-answers"
+    kubeconfig, *refs = arguments[answers + profiled:]
     client = load_api_client(kubeconfig)
     cpu_started, started = time.process_time(), time.perf_counter()
     source = WatchSource(api_client=client, timeout=120).start()
@@ -179,6 +200,8 @@ def main() -> int:
             timings.append(time.perf_counter() - started)
             counts.append(sent - before)
     rss_after = rss_bytes()
+    if profiled:
+        profile_answers(source, [parse_ref(text) for text in refs])
     figures = {"answers": timings, "full_collections": full.count,
                "full_collection_seconds": full.seconds,
                **({"loop_floor": bare_loop_floor(source)} if answers else measure_views(source))}

@@ -40,8 +40,9 @@ class NodeInfo:
     # (an unparsable value counts 0, as ``scoring.nodes.status_amount`` reads it)
     capacity: Mapping[str, int] = field(repr=False)
     allocatable: Mapping[str, int] = field(repr=False)
-    # labels but the hostname, blocking taints, capacity and allocatable as one interned
-    # string: nodes of one shape give the same answer to a check reading only those
+    # labels but the hostname, blocking taints, capacity and allocatable (as integers and as
+    # written) as one interned string: nodes of one shape give the same answer to a check
+    # reading only those
     shape: str = field(repr=False)
 
     @cached_property
@@ -90,16 +91,19 @@ def node_info(node: K8sObject) -> NodeInfo:
     capacity, allocatable = _amounts(node, "capacity"), _amounts(node, "allocatable")
     return NodeInfo(name=node_name(node), raw=node, labels=node_labels, taints=taints,
                     capacity=capacity, allocatable=allocatable,
-                    shape=_shape(node_labels, taints, capacity, allocatable))
+                    shape=_shape(node_labels, taints, capacity, allocatable,
+                                 node.get("status", {}).get("allocatable")))
 
 
 def _shape(node_labels: Mapping[str, str], taints: tuple[dict[str, Any], ...],
-           capacity: Mapping[str, int], allocatable: Mapping[str, int]) -> str:
-    """A taint's timeAdded is left out (no check reads it); interned, so the funnel's lookups
-    by shape compare pointers."""
+           capacity: Mapping[str, int], allocatable: Mapping[str, int],
+           allocatable_text: object) -> str:
+    """A taint's timeAdded is left out (no check reads it); allocatable as written too (cpu
+    "63500m" and "63" count alike as integers, not as room for a pod's cpu); interned, so the
+    funnel's lookups by shape compare pointers."""
     facts = ({k: v for k, v in node_labels.items() if k != HOSTNAME_LABEL},
              [{k: v for k, v in taint.items() if k != "timeAdded"} for taint in taints],
-             capacity, allocatable)
+             capacity, allocatable, allocatable_text)
     return sys.intern(json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str))
 
 

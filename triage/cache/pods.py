@@ -57,6 +57,8 @@ class PodStore:
         self._alike: Alike[object] = Alike()  # the other values pods share
         self._shares: ByIdentity[Amounts] = ByIdentity()
         self._shares_by_json: Alike[Amounts] = Alike()
+        # nodes holding alike share one sums mapping: the funnel judges them once (pipeline)
+        self._sums: Alike[Amounts] = Alike()
         # what a list keeps of each pod as its page arrives (of a finished one: nothing)
         self.slim = SharedPods(self._kept, self._alike)
 
@@ -99,7 +101,8 @@ class PodStore:
         requested: dict[str, Amounts] = {}
         holdings: dict[str, Holdings] = {}
         for node_name, kinds in kinds_on.items():
-            requested[node_name], held = _summed(kinds)
+            total, held = _summed(kinds)
+            requested[node_name] = self._sums(total)
             if held:
                 holdings[node_name] = held
         with self._lock:
@@ -198,7 +201,8 @@ class PodStore:
             at = bisect.bisect_left(on_node, key, key=object_key)
             self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
             share = self._share(small)
-            self._requested[node_name] = add_amounts(self._requested.get(node_name, {}), share, 1)
+            self._requested[node_name] = self._sums(
+                add_amounts(self._requested.get(node_name, {}), share, 1))
             if extended := extended_share(share):
                 self._holdings[node_name] = add_holding(self._holdings.get(node_name, {}),
                                                         namespace, extended)
@@ -218,7 +222,8 @@ class PodStore:
         if rest:
             share = self._share(old)
             self._by_node[node_name] = rest
-            self._requested[node_name] = add_amounts(self._requested[node_name], share, -1)
+            self._requested[node_name] = self._sums(
+                add_amounts(self._requested[node_name], share, -1))
             if extended := extended_share(share):
                 self._holdings[node_name] = add_holding(self._holdings.get(node_name, {}),
                                                         key[0], extended, -1)

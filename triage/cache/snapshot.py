@@ -15,6 +15,10 @@ from triage.pods import Holdings, merge_pods
 from triage.rows import Rows
 from triage.snapshot import Snapshot
 
+# the sums of a node without pods: one mapping for them all (read, never changed), so the
+# funnel judges them as one group
+_NO_PODS: Amounts = {"pods": Decimal(0)}
+
 
 @dataclass(frozen=True)
 class IndexedSnapshot(Snapshot):
@@ -31,6 +35,7 @@ class IndexedSnapshot(Snapshot):
     """
 
     node_rows: tuple[NodeInfo, ...] = ()  # the cache's node table, kept current per event
+    node_rows_by_name: dict[str, NodeInfo] = field(default_factory=dict)  # and by name
     pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
     requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
     holdings_by_node: Mapping[str, Holdings] = field(default_factory=dict)
@@ -46,6 +51,10 @@ class IndexedSnapshot(Snapshot):
     @cached_property
     def node_table(self) -> tuple[NodeInfo, ...]:
         return self.node_rows if self.node_rows or not self.nodes else node_table(self.nodes)
+
+    @cached_property
+    def _node_infos_by_name(self) -> dict[str, NodeInfo]:
+        return self.node_rows_by_name or super()._node_infos_by_name
 
     @cached_property
     def fetched_nodes(self) -> frozenset[str]:
@@ -65,7 +74,7 @@ class IndexedSnapshot(Snapshot):
     def requested_on(self, node_name: str) -> dict[str, Decimal]:
         if node_name in self.fetched_nodes:
             return super().requested_on(node_name)
-        return self.requested_by_node.get(node_name) or {"pods": Decimal(0)}
+        return self.requested_by_node.get(node_name) or _NO_PODS
 
     def holdings_on(self, node_name: str) -> Holdings:
         if node_name in self.fetched_nodes:

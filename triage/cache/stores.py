@@ -23,7 +23,7 @@ class NodeStore:
         self.slim = SharedNodes(self._kept, self._alike)
         self._nodes: dict[str, NodeInfo] = {}
         self._in_order = True
-        self._view: tuple[list[K8sObject], tuple[NodeInfo, ...]] | None = None
+        self._view: tuple[list[K8sObject], tuple[NodeInfo, ...], dict[str, NodeInfo]] | None = None
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's nodes, slim already."""
@@ -61,12 +61,18 @@ class NodeStore:
 
     def view(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...]]:
         """The nodes and their node table, in order (shared until the next change)."""
+        nodes, rows, _ = self.table()
+        return nodes, rows
+
+    def table(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...], dict[str, NodeInfo]]:
+        """``view`` and the node table's rows by name, of one moment (shared until the next
+        change: a triage looks nodes up by name, and 100,000 of them take ms to index)."""
         with self._lock:
             if self._view is None:
                 if not self._in_order:
                     self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
                 rows = tuple(self._nodes.values())
-                self._view = [row.raw for row in rows], rows
+                self._view = [row.raw for row in rows], rows, dict(self._nodes)
             return self._view
 
     def __len__(self) -> int:

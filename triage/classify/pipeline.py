@@ -115,7 +115,7 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
         PodCheck(Cause.TOO_LARGE, When.UNBOUND, check_gang_too_large, applies=in_gang)),
     Cause.EXHAUSTED: (
         NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_exhausted, explain_exhausted,
-                   applies=asks_gpus),
+                   applies=asks_gpus, by_sums=device_plugin_only),
         NodeFilter(Cause.EXHAUSTED, When.UNBOUND, drop_dra_exhausted,
                    with_alternatives(explain_dra_exhausted),
                    applies=asks_dra),
@@ -130,7 +130,7 @@ CHECKS: Mapping[Cause, tuple[Check, ...]] = {
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_dra_other, explain_dra_other,
                    applies=asks_dra),
         NodeFilter(Cause.OTHER_CONSTRAINT, When.UNBOUND, drop_other_resources,
-                   explain_other_resources, leftover_other_constraint),),
+                   explain_other_resources, leftover_other_constraint, by_sums=always),),
     Cause.SCHEDULER_UNAVAILABLE: (
         PodCheck(Cause.SCHEDULER_UNAVAILABLE, When.UNBOUND, check_scheduler_unavailable),),
     Cause.NODE_RUNTIME_ERROR: (
@@ -199,6 +199,13 @@ class _Funnel:
             shaped += 1
         first = [(index, check.drop) for index, check in active[:shaped]]
         rest = [(index, check.drop) for index, check in active[shaped:]]
+        # The rest, when each reads only the node's shape and its summed requests, are asked
+        # once per shape and sums: a pool's nodes holding alike share one mapping (the watch
+        # cache keeps one per distinct sums), so an answer judges a few dozen groups, not
+        # every node. The mapping is held with the answer, so its id is never another's.
+        summed = all(check.by_sums is not None and check.by_sums(subject)
+                     for _, check in active[shaped:])
+        requested_on = subject.rows.requested_on
         # per node, in parallel lists: the index of the filter that drops it (len(filters):
         # none) and why; per filter, the positions of the nodes it drops
         self.at: list[int] = []
@@ -206,13 +213,23 @@ class _Funnel:
         self.dropped_at: dict[int, list[int]] = {}
         at, whys, dropped_at, kept = self.at, self.why, self.dropped_at, len(filters)
         by_shape_seen: dict[str, tuple[int, str] | None] = {}
+        by_sums_seen: dict[tuple[str, int], tuple[tuple[int, str] | None, object]] = {}
         for position, node in enumerate(self.nodes):
             shape = node.shape
             if shape in by_shape_seen:
-                drop_of_shape = by_shape_seen[shape]
+                dropped = by_shape_seen[shape]
             else:
-                drop_of_shape = by_shape_seen[shape] = _first_drop(subject, node, first)
-            dropped = drop_of_shape or _first_drop(subject, node, rest)
+                dropped = by_shape_seen[shape] = _first_drop(subject, node, first)
+            if dropped is None and rest:
+                if summed:
+                    sums = requested_on(node.name)
+                    group = by_sums_seen.get((shape, id(sums)))
+                    if group is None:
+                        group = by_sums_seen[shape, id(sums)] = (
+                            _first_drop(subject, node, rest), sums)
+                    dropped = group[0]
+                else:
+                    dropped = _first_drop(subject, node, rest)
             if dropped is None:
                 at.append(kept)
                 whys.append("")
