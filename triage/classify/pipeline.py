@@ -9,7 +9,7 @@ no node, and every node keeps the outcome of the filter where it dropped out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 from scoring.nodetable import NodeInfo
 from scoring.verdict import NodeReport
@@ -199,48 +199,40 @@ class _Funnel:
             shaped += 1
         first = [(index, check.drop) for index, check in active[:shaped]]
         rest = [(index, check.drop) for index, check in active[shaped:]]
-        # The rest, when each reads only the node's shape and its summed requests, are asked
-        # once per shape and sums: a pool's nodes holding alike share one mapping (the watch
-        # cache keeps one per distinct sums), so an answer judges a few dozen groups, not
-        # every node. The mapping is held with the answer, so its id is never another's.
-        summed = all(check.by_sums is not None and check.by_sums(subject)
-                     for _, check in active[shaped:])
-        requested_on = subject.rows.requested_on
+        nodes = self.nodes
+        shapes = [node.shape for node in nodes]
+        # per node: (the index of the filter that drops it, why), None if none does
+        dropped = _judged(subject, nodes, list(range(len(nodes))), shapes, first)
+        standing = [position for position, drop in enumerate(dropped) if drop is None]
+        if rest and all(check.by_sums is not None and check.by_sums(subject)
+                        for _, check in active[shaped:]):
+            # Each of the rest reads only the node's shape and its summed requests: asked once
+            # per shape and sums mapping. A pool's nodes that hold alike share one mapping (the
+            # watch cache keeps one per distinct sums), so an answer judges a few dozen
+            # groups, not every node. The mappings are held here, so an id stays theirs.
+            requested_on = subject.rows.requested_on
+            sums = [requested_on(nodes[position].name) for position in standing]
+            keys = [(shapes[position], id(summed))
+                    for position, summed in zip(standing, sums, strict=True)]
+            for position, drop in zip(standing, _judged(subject, nodes, standing, keys, rest),
+                                      strict=True):
+                dropped[position] = drop
+        elif rest:
+            for position in standing:
+                dropped[position] = _first_drop(subject, nodes[position], rest)
         # per node, in parallel lists: the index of the filter that drops it (len(filters):
         # none) and why; per filter, the positions of the nodes it drops
-        self.at: list[int] = []
-        self.why: list[str] = []
+        kept = len(filters)
+        self.at: list[int] = [kept if drop is None else drop[0] for drop in dropped]
+        self.why: list[str] = ["" if drop is None else drop[1] for drop in dropped]
         self.dropped_at: dict[int, list[int]] = {}
-        at, whys, dropped_at, kept = self.at, self.why, self.dropped_at, len(filters)
-        by_shape_seen: dict[str, tuple[int, str] | None] = {}
-        by_sums_seen: dict[tuple[str, int], tuple[tuple[int, str] | None, object]] = {}
-        for position, node in enumerate(self.nodes):
-            shape = node.shape
-            if shape in by_shape_seen:
-                dropped = by_shape_seen[shape]
-            else:
-                dropped = by_shape_seen[shape] = _first_drop(subject, node, first)
-            if dropped is None and rest:
-                if summed:
-                    sums = requested_on(node.name)
-                    group = by_sums_seen.get((shape, id(sums)))
-                    if group is None:
-                        group = by_sums_seen[shape, id(sums)] = (
-                            _first_drop(subject, node, rest), sums)
-                    dropped = group[0]
+        dropped_at = self.dropped_at
+        for position, drop in enumerate(dropped):
+            if drop is not None:
+                if drop[0] in dropped_at:
+                    dropped_at[drop[0]].append(position)
                 else:
-                    dropped = _first_drop(subject, node, rest)
-            if dropped is None:
-                at.append(kept)
-                whys.append("")
-                continue
-            index, why = dropped
-            at.append(index)
-            whys.append(why)
-            if index in dropped_at:
-                dropped_at[index].append(position)
-            else:
-                dropped_at[index] = [position]
+                    dropped_at[drop[0]] = [position]
         # the outcome each filter gives a node it drops; None: the reason itself (HAMi codes)
         self.outcomes = [None if check.outcome_is_reason else (check.outcome or check.cause).value
                          for check in filters]
@@ -290,6 +282,20 @@ class _Funnel:
                                           if at < passed else NodeReport(node.name, FIT, "fits"))
         self.reported = passed
         self.subject.reports = reports
+
+
+def _judged(subject: Subject, nodes: tuple[NodeInfo, ...], positions: list[int],
+            keys: Sequence[Hashable], filters: list[tuple[int, NodeFilterFn]],
+            ) -> list[tuple[int, str] | None]:
+    """``_first_drop`` of the nodes at ``positions``, asked once per key (of the first node
+    with it, in order): nodes of one key give these filters the same answer."""
+    first_of: dict[Hashable, int] = {}
+    for position, key in zip(positions, keys, strict=True):
+        if key not in first_of:
+            first_of[key] = position
+    answers = {key: _first_drop(subject, nodes[position], filters)
+               for key, position in first_of.items()}
+    return [answers[key] for key in keys]
 
 
 def _first_drop(subject: Subject, node: NodeInfo,

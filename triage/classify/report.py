@@ -3,6 +3,10 @@ scores, the node summary, and the scheduler's own words."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from functools import partial
 from itertools import islice
 from operator import attrgetter
 
@@ -138,6 +142,7 @@ def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
     the whole key, without a Python key call per node of a 5,000-node answer).
     """
     rows = subject.rows
+    score = _scorer(subject, policy)
     groups: dict[int, list[NodeReport]] = {}
     for report in sorted(subject.reports.values(), key=_by_name):
         rank = _ORDER.get(report.outcome, _HAMI_REASON_ORDER)
@@ -146,13 +151,14 @@ def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
         else:
             groups[rank] = [report]
         if report.outcome == FIT and (node := rows.node(report.name)) is not None:
-            report.score = _own_score(subject, node, policy)
+            report.score = score(node)
     if _FIT_RANK in groups:  # only fit reports have scores yet
         groups[_FIT_RANK].sort(key=_by_score)  # stable: by name among equal scores
     return [report for rank in sorted(groups) for report in groups[rank]]
 
 
 _by_name = attrgetter("name")
+_outcome = attrgetter("outcome")
 
 
 def _by_score(report: NodeReport) -> float:
@@ -168,6 +174,26 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     if subject.dra is not None and all(subject.dra.serves(node, r) for r in subject.gpu):
         return published  # no GPU of the pod's comes from a device plugin here
     return published + gfd_devices(node.labels)
+
+
+def _scorer(subject: Subject, policy: str) -> Callable[[NodeInfo], float | None]:
+    """``_own_score`` for this subject. A whole-GPU score reads only the node's allocatable
+    and its summed requests: worked out once per shape and sums mapping, as the funnel
+    judges them (the mapping held with the score, so its id stays its own); a HAMi score
+    per node (its devices' usage)."""
+    if subject.hami is not None:
+        return partial(_own_score, subject, policy=policy)
+    requested_on = subject.rows.requested_on
+    known: dict[tuple[str, int], tuple[float | None, Mapping[str, Decimal]]] = {}
+
+    def score(node: NodeInfo) -> float | None:
+        sums = requested_on(node.name)
+        found = known.get((node.shape, id(sums)))
+        if found is None:
+            found = known[node.shape, id(sums)] = (_own_score(subject, node, policy), sums)
+        return found[0]
+
+    return score
 
 
 def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
@@ -196,19 +222,19 @@ def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> s
         # No node filter ran (the pod asks for no GPU): nothing to say about nodes.
         return "" if subject.rows.has_nodes else "no nodes in the cluster"
     fit = [r for r in reports if r.outcome == FIT]
-    unfit = [r for r in reports if r.outcome != FIT]
-    counts: dict[str, int] = {}
-    for report in unfit:
-        word = report.outcome if report.outcome in _SUMMARY_WORDS else Cause.DEVICE_UNFIT.value
-        counts[word] = counts.get(word, 0) + 1
+    counts: dict[str, int] = {}  # in the order each word first comes
+    for outcome, n in Counter(map(_outcome, reports)).items():
+        if outcome != FIT:
+            word = outcome if outcome in _SUMMARY_WORDS else Cause.DEVICE_UNFIT.value
+            counts[word] = counts.get(word, 0) + n
     breakdown = ", ".join(f"{n} {word}" for word, n in counts.items())
     scores = {r.name: r.score for r in fit if r.score is not None}
-    ordered = pick_order(scores, policy) + [r.name for r in fit if r.score is None]
+    unscored = [r.name for r in fit if r.score is None]
+    ordered = [*pick_order(scores, policy, first=5), *unscored[:5]][:5]
     shown = ", ".join(f"{name}: {scores[name]:.2f}" if name in scores else name
-                      for name in ordered[:5]) + (f", +{len(ordered) - 5} more"
-                                                  if len(ordered) > 5 else "")
+                      for name in ordered) + (f", +{len(fit) - 5} more" if len(fit) > 5 else "")
     total = len(reports)
-    text = f"{total} node{'s' if total != 1 else ''}: {len(unfit)} not fit"
+    text = f"{total} node{'s' if total != 1 else ''}: {total - len(fit)} not fit"
     text += f" ({breakdown})" if breakdown else ""
     text += f", {len(fit)} fit" + (f" ({shown})" if fit else "")
     return text + gang_summary(subject)
