@@ -40,9 +40,11 @@ class NodeInfo:
     # (an unparsable value counts 0, as ``scoring.nodes.status_amount`` reads it)
     capacity: Mapping[str, int] = field(repr=False)
     allocatable: Mapping[str, int] = field(repr=False)
-    # labels but the hostname, blocking taints, capacity and allocatable (as integers and as
-    # written) as one interned string: nodes of one shape give the same answer to a check
-    # reading only those
+    # capacity and allocatable (as integers and as written) as one interned string: nodes of
+    # one kind give the same answer to a check reading only those and the node's pods' sums
+    resources: str = field(repr=False)
+    # labels but the hostname, blocking taints and ``resources`` as one interned string:
+    # nodes of one shape give the same answer to a check reading only those
     shape: str = field(repr=False)
 
     @cached_property
@@ -89,22 +91,20 @@ def _amounts(node: K8sObject, section: str) -> dict[str, int]:
 def node_info(node: K8sObject) -> NodeInfo:
     node_labels, taints = labels(node), tuple(blocking_taints(node))
     capacity, allocatable = _amounts(node, "capacity"), _amounts(node, "allocatable")
-    return NodeInfo(name=node_name(node), raw=node, labels=node_labels, taints=taints,
-                    capacity=capacity, allocatable=allocatable,
-                    shape=_shape(node_labels, taints, capacity, allocatable,
-                                 node.get("status", {}).get("allocatable")))
-
-
-def _shape(node_labels: Mapping[str, str], taints: tuple[dict[str, Any], ...],
-           capacity: Mapping[str, int], allocatable: Mapping[str, int],
-           allocatable_text: object) -> str:
-    """A taint's timeAdded is left out (no check reads it); allocatable as written too (cpu
-    "63500m" and "63" count alike as integers, not as room for a pod's cpu); interned, so the
-    funnel's lookups by shape compare pointers."""
+    # allocatable as written too: cpu "63500m" and "63" are one integer, not one room
+    resources = sys.intern(_json((capacity, allocatable,
+                                  node.get("status", {}).get("allocatable"))))
+    # a taint's timeAdded is left out (no check reads it)
     facts = ({k: v for k, v in node_labels.items() if k != HOSTNAME_LABEL},
-             [{k: v for k, v in taint.items() if k != "timeAdded"} for taint in taints],
-             capacity, allocatable, allocatable_text)
-    return sys.intern(json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str))
+             [{k: v for k, v in taint.items() if k != "timeAdded"} for taint in taints])
+    return NodeInfo(name=node_name(node), raw=node, labels=node_labels, taints=taints,
+                    capacity=capacity, allocatable=allocatable, resources=resources,
+                    shape=sys.intern(_json(facts) + resources))
+
+
+def _json(facts: object) -> str:
+    """Interned by the caller, so the funnel's lookups by shape compare pointers."""
+    return json.dumps(facts, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def node_table(nodes: list[K8sObject]) -> tuple[NodeInfo, ...]:

@@ -291,6 +291,10 @@ class Snapshot:
             self._requested_by_node[node_name] = cached
         return cached
 
+    def requested_of(self, node_names: Iterable[str]) -> list[Mapping[str, Decimal]]:
+        """``requested_on`` of each node, in order."""
+        return [self.requested_on(name) for name in node_names]
+
     def free_gpus(self, node: NodeInfo, resource: str) -> int:
         """The node's allocatable of a GPU resource (whole GPUs) less what its pods request,
         worked out once per node: every triage of a GPU pod asks it of most nodes."""

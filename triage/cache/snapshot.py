@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -75,6 +75,13 @@ class IndexedSnapshot(Snapshot):
         if node_name in self.fetched_nodes:
             return super().requested_on(node_name)
         return self.requested_by_node.get(node_name) or _NO_PODS
+
+    def requested_of(self, node_names: Iterable[str]) -> list[Mapping[str, Decimal]]:
+        """``requested_on`` of each node, in order: the cache's sums but on the fetched nodes
+        (the funnel asks it of 100,000 nodes: no method call per node)."""
+        cached, fetched = self.requested_by_node.get, self.fetched_nodes
+        return [self.requested_on(name) if name in fetched else cached(name) or _NO_PODS
+                for name in node_names]
 
     def holdings_on(self, node_name: str) -> Holdings:
         if node_name in self.fetched_nodes:

@@ -194,8 +194,9 @@ class NodeFilter:
     # Whether, for this subject, the filter reads only the node's shape (NodeInfo.shape):
     # then the funnel asks it once per shape, not per node (None: never).
     by_shape: Callable[[Subject], bool] | None = None
-    # Whether, for this subject, it reads only the node's shape and its summed requests (the
-    # one mapping Snapshot.requested_on gives): then it is asked once per shape and mapping.
+    # Whether, for this subject, it reads only the node's capacity and allocatable
+    # (NodeInfo.resources) and its summed requests (the one mapping Snapshot.requested_on
+    # gives): then it is asked once per resources and mapping.
     by_sums: Callable[[Subject], bool] | None = None
 
 

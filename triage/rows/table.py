@@ -8,7 +8,7 @@ beside the node table's rows, worked out once per node.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from functools import cached_property
 
@@ -48,6 +48,9 @@ class Rows:
         # for every resource whose allocatable parses; holdings_on: per namespace, (summed
         # request, pods) of each extended resource.
         self.requested_on: Callable[[str], Mapping[str, Decimal]] = snapshot.requested_on
+        # requested_on of many nodes at once, in order (the funnel asks it of every node)
+        self.requested_of: Callable[[Iterable[str]], list[Mapping[str, Decimal]]] = (
+            snapshot.requested_of)
         self.free_gpus: Callable[[NodeInfo, str], int] = snapshot.free_gpus
         self.room_on: Callable[[NodeInfo], Mapping[str, Decimal]] = snapshot.room_on
         self.holdings_on: Callable[[str], Holdings] = snapshot.holdings_on
