@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scoring.dra import Inventory
-from scoring.nodetable import NodeInfo, node_table
+from scoring.nodetable import NodeColumns, NodeInfo, node_columns, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
 
 # re-exported: the readers stamp and parse times through the Snapshot's module
@@ -196,6 +196,12 @@ class Snapshot:
         return node_table(self.nodes)
 
     @cached_property
+    def node_columns(self) -> NodeColumns:
+        """The node table's names, shapes and resources as columns (the funnel's per-node
+        reads)."""
+        return node_columns(self.node_table)
+
+    @cached_property
     def _node_infos_by_name(self) -> dict[str, NodeInfo]:
         return {info.name: info for info in self.node_table}
 
@@ -354,8 +360,8 @@ class Snapshot:
 
 
 # Snapshot's cached indexes of what no pod changes (see ``keeping_pod_free_indexes``)
-_POD_FREE_INDEXES = ("_nodes_by_name", "node_table", "_node_infos_by_name", "_dra_inventories",
-                     "queue_index")
+_POD_FREE_INDEXES = ("_nodes_by_name", "node_table", "node_columns", "_node_infos_by_name",
+                     "_dra_inventories", "queue_index")
 
 
 class PodsNotRead(Exception):

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
 
-from scoring.nodetable import NodeInfo, node_table
+from scoring.nodetable import NodeColumns, NodeInfo, node_table
 from scoring.objects import K8sObject, object_key
 from scoring.rows import PodRow
 from triage.cache.pods import Amounts
@@ -36,6 +36,7 @@ class IndexedSnapshot(Snapshot):
 
     node_rows: tuple[NodeInfo, ...] = ()  # the cache's node table, kept current per event
     node_rows_by_name: dict[str, NodeInfo] = field(default_factory=dict)  # and by name
+    node_rows_columns: NodeColumns | None = None  # and as columns
     pods_by_node: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
     requested_by_node: Mapping[str, Amounts] = field(default_factory=dict)
     holdings_by_node: Mapping[str, Holdings] = field(default_factory=dict)
@@ -51,6 +52,10 @@ class IndexedSnapshot(Snapshot):
     @cached_property
     def node_table(self) -> tuple[NodeInfo, ...]:
         return self.node_rows if self.node_rows or not self.nodes else node_table(self.nodes)
+
+    @cached_property
+    def node_columns(self) -> NodeColumns:
+        return self.node_rows_columns or super().node_columns
 
     @cached_property
     def _node_infos_by_name(self) -> dict[str, NodeInfo]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from scoring.nodetable import NodeInfo, node_info
+from scoring.nodetable import NodeColumns, NodeInfo, node_columns, node_info
 from scoring.objects import K8sObject, object_key
 from triage.cache.listpages import Alike, SharedNodes, interned_labels
 from triage.slim import slim_node
+
+# the nodes, their node table, its rows by name and its columns (NodeStore.table)
+NodeTable = tuple[list[K8sObject], tuple[NodeInfo, ...], dict[str, NodeInfo], NodeColumns]
 
 
 class NodeStore:
@@ -23,7 +26,7 @@ class NodeStore:
         self.slim = SharedNodes(self._kept, self._alike)
         self._nodes: dict[str, NodeInfo] = {}
         self._in_order = True
-        self._view: tuple[list[K8sObject], tuple[NodeInfo, ...], dict[str, NodeInfo]] | None = None
+        self._view: NodeTable | None = None
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's nodes, slim already."""
@@ -61,18 +64,18 @@ class NodeStore:
 
     def view(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...]]:
         """The nodes and their node table, in order (shared until the next change)."""
-        nodes, rows, _ = self.table()
+        nodes, rows, _, _ = self.table()
         return nodes, rows
 
-    def table(self) -> tuple[list[K8sObject], tuple[NodeInfo, ...], dict[str, NodeInfo]]:
-        """``view`` and the node table's rows by name, of one moment (shared until the next
-        change: a triage looks nodes up by name, and 100,000 of them take ms to index)."""
+    def table(self) -> NodeTable:
+        """``view``, the node table's rows by name and its columns, of one moment (shared until
+        the next change: a triage reads them of 100,000 nodes, which takes ms to index)."""
         with self._lock:
             if self._view is None:
                 if not self._in_order:
                     self._nodes, self._in_order = dict(sorted(self._nodes.items())), True
                 rows = tuple(self._nodes.values())
-                self._view = [row.raw for row in rows], rows, dict(self._nodes)
+                self._view = [row.raw for row in rows], rows, dict(self._nodes), node_columns(rows)
             return self._view
 
     def __len__(self) -> int:

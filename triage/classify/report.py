@@ -7,8 +7,8 @@ from collections import Counter
 from collections.abc import Callable
 from decimal import Decimal
 from functools import partial
-from itertools import chain, compress, islice
-from operator import attrgetter
+from itertools import chain, compress, islice, repeat
+from operator import attrgetter, is_, not_
 
 from scoring.events import scheduler_scores
 from scoring.hami import pick_order
@@ -17,6 +17,7 @@ from scoring.summary import proposal_summary
 from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
 from scoring.whole import gfd_devices, whole_gpu_score
 from triage.classify.checks.gang import gang_summary
+from triage.classify.checks.gpu import RULED_OUT
 from triage.classify.checks.hami import hami_fit
 from triage.classify.checks.queue_flavor import flavor_note
 from triage.classify.subject import Finding, Subject, primary
@@ -56,8 +57,8 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         request=subject.gpu.get(resource) if resource else None,
         pods=[pod.label] if pod is not None else [],
         pods_total=1 if pod is not None else 0,
-        score_source=("scheduler" if scheduler else "gpuwhy") if any(
-            r.score is not None for r in reports) else None,
+        score_source=("scheduler" if scheduler else "gpuwhy") if not all(
+            map(is_, map(_score, reports), repeat(None))) else None,
         score_policy=policy,
         # HAMi's proposal line speaks for HAMi's scheduler: only for the pods it schedules.
         scheduler_summary=proposal_summary(reports, policy)
@@ -102,10 +103,11 @@ def _node_reports(subject: Subject, policy: str) -> list[NodeReport]:
     reports = _funnel_order(subject, policy)
     # Devices for the nodes a GPU check looked at, else (all tainted) for those the selector
     # matched; a 5,000-node answer lists the first ones.
-    # (the first MAX_DEVICE_NODES of them, without a list of 5,000 first)
-    matter = list(islice((r for r in reports if r.outcome not in (
-        Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)), MAX_DEVICE_NODES)) or list(islice(
-            (r for r in reports if r.outcome == Cause.TAINT_UNTOLERATED), MAX_DEVICE_NODES))
+    # (the first MAX_DEVICE_NODES of them, without a list of 100,000 first, nor a Python
+    # step per report before them)
+    matter = list(islice(compress(reports, map(not_, map(RULED_OUT.__contains__, map(
+        _outcome, reports)))), MAX_DEVICE_NODES)) or list(islice(compress(reports, map(
+            Cause.TAINT_UNTOLERATED.value.__eq__, map(_outcome, reports))), MAX_DEVICE_NODES))
     for report in matter:
         node = rows.node(report.name)
         if node is not None:
@@ -175,6 +177,7 @@ def _by_rank(by_name: list[NodeReport], outcomes: list[str]) -> dict[int, list[N
 
 _by_name = attrgetter("name")
 _outcome = attrgetter("outcome")
+_score = attrgetter("score")
 
 
 def _by_score(report: NodeReport) -> float:

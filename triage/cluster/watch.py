@@ -293,9 +293,10 @@ class WatchCache:
 
     def _view(self, cluster: str, **fetched: Any) -> IndexedSnapshot:
         by_node, requested, holdings = self.pods.by_node_view()
-        nodes, node_rows, rows_by_name = self.nodes.table()
+        nodes, node_rows, rows_by_name, columns = self.nodes.table()
         return IndexedSnapshot(
             nodes=nodes, node_rows=node_rows, node_rows_by_name=rows_by_name,
+            node_rows_columns=columns,
             dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
                  *self.slices.view(), *self.taint_rules.view()],
             gangs=self._gangs(), queues=self._queues(),

@@ -14,7 +14,7 @@ from functools import cached_property
 
 from scoring.hami import HamiNodeFit, HamiRequest, Usage, device_usage, fit_registered
 from scoring.hami.formats import ASSIGNED_NODE_KEY
-from scoring.nodetable import NodeInfo
+from scoring.nodetable import NodeColumns, NodeInfo
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import EventRow, PodGroupRow, PodRow, QuotaRow, WorkloadRow
 from triage.pods import Holdings, names_resource
@@ -68,6 +68,10 @@ class Rows:
     @property
     def node_table(self) -> tuple[NodeInfo, ...]:
         return self._snapshot.node_table
+
+    @property
+    def node_columns(self) -> NodeColumns:
+        return self._snapshot.node_columns
 
     def node(self, name: str) -> NodeInfo | None:
         return self._snapshot.node_info(name)

@@ -6,6 +6,9 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 
 from __future__ import annotations
 
+from itertools import compress, islice
+from operator import attrgetter
+
 from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.checks.selector import selector_text
@@ -82,9 +85,11 @@ def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
 def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
     resource, request = primary(subject), subject.gpu[primary(subject)]
     largest = max(dropped, key=lambda d: d[0].allocatable.get(resource, 0))
-    big_elsewhere = [r for r in subject.reports.values()
-                     if r.outcome in (Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED)
-                     and _allocatable(subject, r.name, resource) >= request]
+    reports = list(subject.reports.values())
+    ruled_out = compress(reports, map(RULED_OUT.__contains__, map(_outcome, reports)))
+    # the first three named (the rest picked in C: a report per node of 100,000)
+    big_elsewhere = list(islice((r for r in ruled_out
+                                 if _allocatable(subject, r.name, resource) >= request), 3))
     blocked = ""
     if big_elsewhere:
         blocked = " " + "; ".join(f"{r.name} has enough but is excluded ({r.outcome}: {r.detail})"
@@ -98,6 +103,11 @@ def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
                              str(request))]
                    + [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}]", why)
                       for n, why in dropped[:5]])
+
+
+# the outcomes of nodes a selector or a taint rules out, before any GPU check looks at them
+RULED_OUT = frozenset({Cause.SELECTOR_MISMATCH.value, Cause.TAINT_UNTOLERATED.value})
+_outcome = attrgetter("outcome")
 
 
 def _allocatable(subject: Subject, name: str, resource: str) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from operator import attrgetter, itemgetter
+
 from scoring.nodes import selection_mismatches
 from scoring.nodetable import NodeInfo
 from scoring.rows import PodSpecFacts
@@ -48,8 +50,11 @@ def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
                        "(removed, or renamed). Point the pod at a node that exists, or drop the "
                        f"pin{label}.", evidence)
     keys = set(subject.facts.node_selector)
+    nodes = list(map(itemgetter(0), dropped))
+    if HOSTNAME not in keys:  # nodes of one shape have one value of every other label
+        nodes = list(dict(zip(map(_shape, nodes), nodes, strict=True)).values())
     # by the selector's keys: a node has dozens of labels
-    seen = {f"{k}={node.labels[k]}" for node, _ in dropped for k in keys if k in node.labels}
+    seen = {f"{k}={node.labels[k]}" for node in nodes for k in keys if k in node.labels}
     values = f" Values present: {', '.join(sorted(seen))}." if seen else (
         f" No node has the label{'s' if len(keys) > 1 else ''} at all." if keys else "")
     if subject.affinity_terms is not None and dropped:  # which requirement fails, on one node
@@ -60,6 +65,7 @@ def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
 
 
 HOSTNAME = "kubernetes.io/hostname"
+_shape = attrgetter("shape")
 
 
 def _missing_pins(facts: PodSpecFacts, dropped: Dropped) -> tuple[list[str], bool]:
