@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import compress
 
 from scoring.hami.formats import (
     CARD_COMPUTE_UNITS_EXHAUSTED,
@@ -282,9 +283,16 @@ def pick_order(scores: Mapping[str, float], policy: str | None,
     (binpack, HAMi's default for any other value) highest first; ties by name. ``first``:
     only that many (without sorting 100,000 nodes for a summary's five)."""
     sign = 1 if policy == "spread" else -1
-    order = partial(_pick_key, scores, sign)
-    return sorted(scores, key=order) if first is None else heapq.nsmallest(first, scores,
-                                                                           key=order)
+    if first is None:
+        return sorted(scores, key=partial(_pick_key, scores, sign))
+    # the best scores first, each one's nodes by name (100,000 nodes have a few scores)
+    names, values = list(scores), list(scores.values())
+    picked: list[str] = []
+    for value in sorted(set(values), reverse=sign < 0):
+        if len(picked) >= first:
+            break
+        picked += heapq.nsmallest(first - len(picked), compress(names, map(value.__eq__, values)))
+    return picked
 
 
 def _pick_key(scores: Mapping[str, float], sign: int, name: str) -> tuple[float, str]:

@@ -4,9 +4,6 @@ scores, the node summary, and the scheduler's own words."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
-from decimal import Decimal
-from functools import partial
 from itertools import chain, compress, islice, repeat
 from operator import attrgetter, is_, not_
 
@@ -147,10 +144,11 @@ def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
     by_name = sorted(subject.reports.values(), key=_by_name)
     outcomes = list(map(_outcome, by_name))
     groups = _by_rank(by_name, outcomes)
-    score = _scorer(subject, policy)
-    for report in compress(by_name, map(FIT.__eq__, outcomes)):
-        if (node := rows.node(report.name)) is not None:
-            report.score = score(node)
+    fit = [(report, node) for report in compress(by_name, map(FIT.__eq__, outcomes))
+           if (node := rows.node(report.name)) is not None]
+    for (report, _), score in zip(fit, _scores(subject, [node for _, node in fit], policy),
+                                  strict=True):
+        report.score = score
     if _FIT_RANK in groups:  # only fit reports have scores yet
         groups[_FIT_RANK].sort(key=_by_score)  # stable: by name among equal scores
     return list(chain.from_iterable(groups[rank] for rank in sorted(groups)))
@@ -195,23 +193,19 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     return published + gfd_devices(node.labels)
 
 
-def _scorer(subject: Subject, policy: str) -> Callable[[NodeInfo], float | None]:
-    """``_own_score`` for this subject. A whole-GPU score reads only the node's allocatable
-    of the resource and the sum its pods request: worked out once per pair of them; a HAMi
-    score per node (its devices' usage)."""
+def _scores(subject: Subject, nodes: list[NodeInfo], policy: str) -> list[float | None]:
+    """``_own_score`` of each node. A whole-GPU score reads only the node's allocatable of the
+    resource and the sum its pods request: worked out once per pair of them (a few on
+    100,000 nodes); a HAMi score per node (its devices' usage)."""
     if subject.hami is not None or not subject.gpu:
-        return partial(_own_score, subject, policy=policy)
-    requested_on, resource = subject.rows.requested_on, primary(subject)
-    known: dict[tuple[int | None, Decimal | None], float | None] = {}
-
-    def score(node: NodeInfo) -> float | None:
-        key = (node.allocatable.get(resource), requested_on(node.name).get(resource))
-        if key in known:
-            return known[key]
-        found = known[key] = _own_score(subject, node, policy)
-        return found
-
-    return score
+        return [_own_score(subject, node, policy) for node in nodes]
+    resource = primary(subject)
+    sums = subject.rows.requested_of(map(_by_name, nodes))
+    keys = [(node.allocatable.get(resource), summed.get(resource))
+            for node, summed in zip(nodes, sums, strict=True)]
+    first_of = dict(zip(reversed(keys), reversed(nodes), strict=True))
+    known = {key: _own_score(subject, node, policy) for key, node in first_of.items()}
+    return list(map(known.__getitem__, keys))
 
 
 def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
