@@ -55,7 +55,10 @@ class IndexedSnapshot(Snapshot):
 
     @cached_property
     def node_columns(self) -> NodeColumns:
-        return self.node_rows_columns or super().node_columns
+        columns = self.node_rows_columns  # the cache's, of node_rows: only with them
+        if columns is not None and len(columns.names) == len(self.node_table):
+            return columns
+        return super().node_columns
 
     @cached_property
     def _node_infos_by_name(self) -> dict[str, NodeInfo]:
