@@ -34,7 +34,7 @@ def _eval_job(lists: Lists) -> dict[str, Any]:
     (None, 2, 2, "1 pod × 2"),     # unset: the API's default, one pod
     (0, 2, 2, "1 pod × 2"),        # not positive: one pod still asks
     ("3", 2, 2, "1 pod × 2"),      # not a number
-], ids=repr)
+], ids=["three", "unset", "zero", "text"])
 def test_a_workload_without_a_pod_count_counts_the_jobs_parallelism(
         kueue: Lists, parallelism: Any, short: int, need: int, how: str) -> None:
     queue_object(kueue, "Workload", "job-eval-nightly-5ca2b")["spec"]["podSets"][0][
@@ -193,7 +193,7 @@ def test_a_gated_pod_without_a_queue_label_and_no_kueue(kueue: Lists) -> None:
 @pytest.mark.parametrize(("reason", "message", "said"), [
     ("Pending", "", "Pending"),
     ("", "", "no reason given"),
-])
+], ids=["reason-only", "nothing"])
 def test_an_unjudged_quota_quotes_kueues_reason(kueue: Lists, reason: str, message: str,
                                                 said: str) -> None:
     queue_object(kueue, "ClusterQueue", "team-a-cq")["spec"]["resourceGroups"][0]["flavors"][0][

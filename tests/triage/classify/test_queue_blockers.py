@@ -97,7 +97,7 @@ INACTIVE = ("Job team-a/eval-nightly waits in LocalQueue team-a/team-a-lq, but C
     (None, "HoldAndDrain", "LocalQueue team-a/team-a-lq is stopped (stopPolicy HoldAndDrain)"),
     ("Hold", "Hold", "ClusterQueue team-a-cq is stopped (stopPolicy Hold); LocalQueue "
                      "team-a/team-a-lq is stopped (stopPolicy Hold)"),
-])
+], ids=["local-queue", "both"])
 def test_stopped_queues_are_each_named(kueue: Lists, cluster_queue: str | None,
                                        local_queue: str, why: str) -> None:
     if cluster_queue is not None:
@@ -111,7 +111,7 @@ def test_stopped_queues_are_each_named(kueue: Lists, cluster_queue: str | None,
      "Can't admit new workloads: an admission check is inactive"),
     ("AdmissionCheckInactive", "", "AdmissionCheckInactive"),
     ("", "", "inactive"),
-])
+], ids=["message", "reason-only", "nothing"])
 def test_kueues_active_false_alone_is_quoted(kueue: Lists, reason: str, message: str,
                                              why: str) -> None:
     cluster_queue = queue_object(kueue, "ClusterQueue", "team-a-cq")

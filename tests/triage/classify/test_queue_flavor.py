@@ -33,7 +33,7 @@ def _sd_train_pods(lists: Lists) -> list[dict[str, Any]]:
     ({"key": "nvidia.com/gpu", "operator": "Equal", "value": "present"},
      "nvidia.com/gpu=present"),
     ({"operator": "Exists"}, "*"),
-], ids=repr)
+], ids=["exists-with-effect", "equal-without-effect", "exists-without-key"])
 def test_the_flavors_toleration_is_named_as_kueue_injected_it(
         kueue: Lists, toleration: dict[str, Any], said: str) -> None:
     queue_object(kueue, "ResourceFlavor", "h100")["spec"]["tolerations"] = [toleration]

@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import load_lists
 from tests.paths import FIXTURES
+from triage.classify import triage
 from triage.classify.checks.queue_quota import _ordinal, preview_admission
 from triage.queues import QueueIndex
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
 
 GPU = "nvidia.com/gpu"
 
@@ -144,7 +148,9 @@ TWO_FLAVORS: list[tuple[dict[str, Any], int, tuple[str | None, str]]] = [
 ]
 
 
-@pytest.mark.parametrize(("change", "need", "expected"), TWO_FLAVORS, ids=repr)
+@pytest.mark.parametrize(("change", "need", "expected"), TWO_FLAVORS, ids=[
+    "-".join([*(f"{k}={v}" for k, v in change.items()), f"needs-{need}"])
+    for change, need, _ in TWO_FLAVORS])
 def test_two_flavors_each_with_its_room_and_ceiling(change: dict[str, Any], need: int,
                                                     expected: tuple[str | None, str]) -> None:
     assert _preview("team-a-lq", need, namespace="team-a", objects=_two_flavors(**change)) == (
@@ -155,3 +161,44 @@ def test_a_cluster_queue_without_quota_for_the_resource() -> None:
     index = QueueIndex(_recorded())
     assert preview_admission(index, "it", "team-a", "team-a-lq", "amd.com/gpu", Decimal(1)) == (
         None, "ClusterQueue team-a-cq has no quota for amd.com/gpu.")
+
+
+# -- quota_answer through triage: a queued Job's numbers ------------------------------------------
+
+def _eval_nightly(lists: Any, **snapshot: Any) -> Any:
+    return triage(Snapshot(**lists, **snapshot), parse_ref("team-a/eval-nightly"))
+
+
+def _team_a_gpu(lists: Any) -> dict[str, Any]:
+    cluster_queue = next(o for o in lists["queues"]
+                         if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-a-cq")
+    gpu: dict[str, Any] = cluster_queue["spec"]["resourceGroups"][0]["flavors"][0][
+        "resources"][2]
+    return gpu
+
+
+def _eval_answer(borrowing: str, place: str) -> str:
+    return (f"ClusterQueue team-a-cq: flavor a100 has 8 {GPU} ({borrowing}), 8 reserved "
+            "(team-a/train-bert 4, team-a/llm-finetune 4): 0 free, 2 short. Job "
+            f"team-a/eval-nightly needs 2 (1 pod × 2): wait ({place}), lower the request, or "
+            "ask for quota / borrowing in cohort research.")
+
+
+def test_a_borrowing_limit_above_zero_says_what_the_cohort_lends() -> None:
+    lists = load_lists("kueue-basics")
+    _team_a_gpu(lists)["borrowingLimit"] = "2"
+    verdict = _eval_nightly(lists)
+    assert verdict.action == _eval_answer(
+        "cohort research has 0 unused to lend, borrowingLimit 2",
+        "1 pending ahead of it in team-a-cq")
+    assert ("ClusterQueue team-a-cq", f"flavor a100 [{GPU}]",
+            "nominal 8, reserved 8, borrowingLimit 2, needs 2") in [
+        (e.object, e.field, e.value) for e in verdict.evidence]
+
+
+def test_kueues_own_place_in_line_is_told_when_read() -> None:
+    # Kueue's visibility API counts from 0: position 2 of 5 is the third
+    verdict = _eval_nightly(load_lists("kueue-basics"),
+                            queue_positions={"team-a/job-eval-nightly-5ca2b": (2, 5)})
+    assert verdict.action == _eval_answer(
+        "borrowingLimit 0: it cannot borrow from cohort research", "3rd of 5 pending in team-a-cq")
