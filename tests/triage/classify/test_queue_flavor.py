@@ -45,3 +45,90 @@ def test_the_flavors_toleration_is_named_as_kueue_injected_it(
         f"pool=h100 and toleration {said}: to use other nodes, change the flavors of the "
         "ClusterQueue, not the pod's template. Outside Kueue, ops/h100-burnin 8 holds "
         "nvidia.com/gpu on the flavor's nodes: Kueue's quota does not count it."))
+
+
+ADMITTED = (" Kueue admitted it in ClusterQueue team-b-cq and {said}: to use other nodes, change "
+            "the flavors of the ClusterQueue, not the pod's template.")
+BOTH = "flavor h100 set nodeSelector pool=h100 and toleration nvidia.com/gpu=present:NoSchedule"
+OUTSIDE_ONE = (" Outside Kueue, ops/h100-burnin 8 holds nvidia.com/gpu on the flavor's nodes: "
+               "Kueue's quota does not count it.")
+
+
+def _flavor(lists: Lists) -> dict[str, Any]:
+    spec: dict[str, Any] = queue_object(lists, "ResourceFlavor", "h100")["spec"]
+    return spec
+
+
+def _flavor_evidence(verdict: Any) -> list[str]:
+    return [e.value for e in verdict.evidence
+            if e.field == "status.admission.podSetAssignments[*].flavors"]
+
+
+def test_a_flavor_deleted_since_admission_is_not_named(kueue: Lists) -> None:
+    kueue["queues"].remove(queue_object(kueue, "ResourceFlavor", "h100"))
+    verdict = answer(kueue, REF)
+    assert (verdict.cause, verdict.action) == ("exhausted", FULL)
+    assert _flavor_evidence(verdict) == []
+
+
+def test_a_flavor_that_set_only_the_node_selector(kueue: Lists) -> None:
+    _flavor(kueue).pop("tolerations")
+    verdict = answer(kueue, REF)
+    assert verdict.action == (FULL + ADMITTED.format(said="flavor h100 set nodeSelector pool=h100")
+                              + OUTSIDE_ONE)
+    assert _flavor_evidence(verdict) == ["team-b-cq: h100"]
+
+
+def test_a_flavor_that_set_only_the_toleration_names_no_nodes(kueue: Lists) -> None:
+    # its node labels are not the pod's selector: the flavor sent it to no pool of nodes
+    _flavor(kueue)["nodeLabels"] = {"pool": "h100-spare"}
+    assert answer(kueue, REF).action == FULL + ADMITTED.format(
+        said="flavor h100 set toleration nvidia.com/gpu=present:NoSchedule")
+
+
+def test_a_flavor_that_set_neither_is_not_named(kueue: Lists) -> None:
+    _flavor(kueue)["nodeLabels"] = {"pool": "h100-spare"}
+    _flavor(kueue).pop("tolerations")
+    assert answer(kueue, REF).action == FULL
+
+
+def test_two_flavors_each_say_what_they_set(kueue: Lists) -> None:
+    kueue["queues"].append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                            "metadata": {"name": "h100-cpu", "uid": "rf-h100-cpu",
+                                         "resourceVersion": "1",
+                                         "creationTimestamp": "2026-12-01T20:56:00Z"},
+                            "spec": {"nodeLabels": {"pool": "h100"}}})
+    queue_object(kueue, "Workload", "job-sd-train-8350d")["status"]["admission"][
+        "podSetAssignments"][0]["flavors"]["cpu"] = "h100-cpu"
+    verdict = answer(kueue, REF)
+    assert verdict.action == FULL + ADMITTED.format(
+        said=f"flavor h100-cpu set nodeSelector pool=h100; {BOTH}") + OUTSIDE_ONE
+    assert _flavor_evidence(verdict) == ["team-b-cq: h100-cpu, h100"]
+
+
+def test_two_holders_outside_kueue_are_both_named(kueue: Lists) -> None:
+    video = find(kueue["pods"], "video-gen-jp9cs", "team-b")["metadata"]
+    video.pop("annotations")
+    for label in ("kueue.x-k8s.io/cluster-queue-name", "kueue.x-k8s.io/local-queue-name",
+                  "kueue.x-k8s.io/podset"):
+        video["labels"].pop(label)
+    assert answer(kueue, REF).action == FULL + ADMITTED.format(said=BOTH) + (
+        " Outside Kueue, ops/h100-burnin 8, team-b/video-gen-jp9cs 8 hold nvidia.com/gpu on the "
+        "flavor's nodes: Kueue's quota does not count them.")
+
+
+def test_a_workload_without_quota_reserved_gets_no_note(kueue: Lists) -> None:
+    workload = queue_object(kueue, "Workload", "job-sd-train-8350d")
+    next(c for c in workload["status"]["conditions"] if c["type"] == "QuotaReserved")[
+        "status"] = "False"
+    assert answer(kueue, REF).action == FULL
+
+
+def test_not_full_nodes_the_flavor_is_named_without_holders(kueue: Lists) -> None:
+    # 16 GPUs: more than any node has (too-large), not a question of who holds them
+    for pod in _sd_train_pods(kueue):
+        pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "16"
+    verdict = answer(kueue, REF)
+    assert verdict.cause == "too-large"
+    assert verdict.action.endswith(". " + ADMITTED.format(said=BOTH)[1:])
+    assert "Outside Kueue" not in verdict.action
