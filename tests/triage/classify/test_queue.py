@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import find, load_lists
+from tests.paths import FIXTURES
 from tests.triage.test_queues import queue_object
 from tests.triage.test_traps import Lists, answer
 
@@ -202,3 +203,16 @@ def test_an_unjudged_quota_quotes_kueues_reason(kueue: Lists, reason: str, messa
         reason=reason, message=message)
     assert answer(kueue, "team-a/eval-nightly").action == (
         f"Job team-a/eval-nightly waits for admission in ClusterQueue team-a-cq: {said}.")
+
+
+# -- several pod sets: each one's pods times what each asks ---------------------------------------
+
+def test_every_pod_set_asking_gpus_is_counted() -> None:
+    jobsets = load_lists(FIXTURES / "scenarios-extra" / "kueue-jobsets")
+    head = _workload(jobsets, "rayjob-tune-ray-69349")["spec"]["podSets"][0]
+    head["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+    assert answer(jobsets, "team-a/tune-ray").action == (
+        "RayJob team-a/tune-ray needs 17 nvidia.com/gpu (head: 1 pod × 1 + gpu-workers: 4 pods "
+        "× 4), more than ClusterQueue team-a-cq can ever give: at most 8 in flavor a100 "
+        "(nominal 8 + borrowingLimit 0). It will wait forever: split it into smaller jobs, or "
+        "ask for quota in team-a-cq.")
