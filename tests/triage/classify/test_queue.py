@@ -207,12 +207,25 @@ def test_an_unjudged_quota_quotes_kueues_reason(kueue: Lists, reason: str, messa
 
 # -- several pod sets: each one's pods times what each asks ---------------------------------------
 
-def test_every_pod_set_asking_gpus_is_counted() -> None:
+@pytest.mark.parametrize("submitter", [True, False], ids=["three-pod-sets", "two-pod-sets"])
+def test_every_pod_set_asking_gpus_is_counted(submitter: bool) -> None:
     jobsets = load_lists(FIXTURES / "scenarios-extra" / "kueue-jobsets")
-    head = _workload(jobsets, "rayjob-tune-ray-69349")["spec"]["podSets"][0]
-    head["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+    pod_sets = _workload(jobsets, "rayjob-tune-ray-69349")["spec"]["podSets"]
+    pod_sets[0]["template"]["spec"]["containers"][0]["resources"]["limits"][
+        "nvidia.com/gpu"] = "1"
+    if not submitter:
+        pod_sets.pop()
     assert answer(jobsets, "team-a/tune-ray").action == (
         "RayJob team-a/tune-ray needs 17 nvidia.com/gpu (head: 1 pod × 1 + gpu-workers: 4 pods "
         "× 4), more than ClusterQueue team-a-cq can ever give: at most 8 in flavor a100 "
         "(nominal 8 + borrowingLimit 0). It will wait forever: split it into smaller jobs, or "
         "ask for quota in team-a-cq.")
+
+
+def test_a_gated_pod_whose_workload_counts_no_pods_is_one_pod(kueue: Lists) -> None:
+    _workload(kueue, "pod-notebook-gpu-54473")["spec"]["podSets"][0]["count"] = "one"
+    assert answer(kueue, "team-b/notebook-gpu").action == (
+        "ClusterQueue team-b-cq: flavor h100 has 16 nvidia.com/gpu (cohort research has 0 "
+        "unused to lend), 16 reserved (team-b/video-gen 8, team-b/sd-train 8): 0 free, 1 short. "
+        "Pod team-b/notebook-gpu needs 1 (1 pod × 1): wait (first in line in team-b-cq), lower "
+        "the request, or ask for quota / borrowing in cohort research.")

@@ -169,11 +169,15 @@ def _eval_nightly(lists: Any, **snapshot: Any) -> Any:
     return triage(Snapshot(**lists, **snapshot), parse_ref("team-a/eval-nightly"))
 
 
-def _team_a_gpu(lists: Any) -> dict[str, Any]:
+def _team_a_flavors(lists: Any) -> list[dict[str, Any]]:
     cluster_queue = next(o for o in lists["queues"]
                          if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-a-cq")
-    gpu: dict[str, Any] = cluster_queue["spec"]["resourceGroups"][0]["flavors"][0][
-        "resources"][2]
+    flavors: list[dict[str, Any]] = cluster_queue["spec"]["resourceGroups"][0]["flavors"]
+    return flavors
+
+
+def _team_a_gpu(lists: Any) -> dict[str, Any]:
+    gpu: dict[str, Any] = _team_a_flavors(lists)[0]["resources"][2]
     return gpu
 
 
@@ -202,3 +206,30 @@ def test_kueues_own_place_in_line_is_told_when_read() -> None:
                             queue_positions={"team-a/job-eval-nightly-5ca2b": (2, 5)})
     assert verdict.action == _eval_answer(
         "borrowingLimit 0: it cannot borrow from cohort research", "3rd of 5 pending in team-a-cq")
+
+
+def test_more_than_the_cohort_can_ever_lend_waits_forever() -> None:
+    lists = load_lists("kueue-basics")
+    pod = next(p for p in lists["pods"] if p["metadata"]["name"] == "notebook-gpu")
+    pod["spec"]["containers"][0]["resources"]["limits"][GPU] = "17"
+    verdict = triage(Snapshot(**lists), parse_ref("team-b/notebook-gpu"))
+    assert verdict.action == (
+        f"Pod team-b/notebook-gpu needs 17 {GPU} (1 pod × 17), more than ClusterQueue "
+        "team-b-cq can ever give: at most 16 in flavor h100 (nominal 16 + what cohort research "
+        "can lend). It will wait forever: split it into smaller jobs, or ask for quota in "
+        "team-b-cq.")
+
+
+def test_two_flavors_each_with_their_numbers_and_reserved_by_no_workload_seen() -> None:
+    lists = load_lists("kueue-basics")
+    _team_a_flavors(lists).append(
+        {"name": "h100", "resources": [{"name": "cpu", "nominalQuota": "0"},
+                                       {"name": "memory", "nominalQuota": "0"},
+                                       {"name": GPU, "nominalQuota": "4"}]})
+    assert _eval_nightly(lists).action == (
+        f"ClusterQueue team-a-cq: flavor a100 has 8 {GPU} (borrowingLimit 0: it cannot borrow "
+        "from cohort research), 8 reserved (team-a/train-bert 4, team-a/llm-finetune 4): 0 free, "
+        f"2 short; flavor h100 has 4 {GPU} (cohort research has 0 unused to lend), 0 reserved "
+        "(by no workload gpuwhy sees): 4 free, 0 short. Job team-a/eval-nightly needs 2 (1 pod "
+        "× 2): wait (1 pending ahead of it in team-a-cq), lower the request, or ask for quota / "
+        "borrowing in cohort research.")
