@@ -117,12 +117,12 @@ def test_admitted_but_still_suspended_names_its_queue_and_flavor(kueue: Lists) -
     _admit(_workload(kueue, "job-eval-nightly-5ca2b"), {
         "clusterQueue": "team-a-cq",
         "podSetAssignments": [{"name": "main", "count": 1,
-                               "flavors": {"cpu": "a100", "nvidia.com/gpu": "a100"},
+                               "flavors": {"cpu": "default-cpu", "nvidia.com/gpu": "a100"},
                                "resourceUsage": {"cpu": "4", "nvidia.com/gpu": "2"}}]})
     assert answer(kueue, "team-a/eval-nightly").action == (
-        "Kueue admitted Job team-a/eval-nightly in ClusterQueue team-a-cq (flavor a100), but it "
-        "is not started yet: Kueue unsuspends it (or removes its gates) next. If it stays so, "
-        "check Kueue's controller manager.")
+        "Kueue admitted Job team-a/eval-nightly in ClusterQueue team-a-cq (flavor default-cpu, "
+        "a100), but it is not started yet: Kueue unsuspends it (or removes its gates) next. If "
+        "it stays so, check Kueue's controller manager.")
 
 
 def test_admitted_without_an_admission_says_what_is_unknown(kueue: Lists) -> None:
@@ -229,3 +229,13 @@ def test_a_gated_pod_whose_workload_counts_no_pods_is_one_pod(kueue: Lists) -> N
         "unused to lend), 16 reserved (team-b/video-gen 8, team-b/sd-train 8): 0 free, 1 short. "
         "Pod team-b/notebook-gpu needs 1 (1 pod × 1): wait (first in line in team-b-cq), lower "
         "the request, or ask for quota / borrowing in cohort research.")
+
+
+def test_quota_reserved_in_a_cluster_queue_gone_since(kueue: Lists) -> None:
+    workload = _workload(kueue, "job-eval-nightly-5ca2b")
+    _condition(workload, "QuotaReserved").update(
+        status="True", reason="QuotaReserved", message="Quota reserved in ClusterQueue gone-cq")
+    workload["status"]["admission"] = {"clusterQueue": "gone-cq", "podSetAssignments": []}
+    assert answer(kueue, "team-a/eval-nightly").action == (
+        "Job team-a/eval-nightly waits for admission in ClusterQueue ?: Quota reserved in "
+        "ClusterQueue gone-cq.")

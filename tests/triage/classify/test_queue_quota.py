@@ -87,10 +87,13 @@ def test_places_in_line_read_as_english_ordinals(number: int, word: str) -> None
 
 def _two_flavors(*, team_a_a100_reserved: str = "8", team_b_reserved: str = "16",
                  lending_limit: str | None = None, borrowing_limit: str | None = None,
-                 cohort: bool = True) -> list[dict[str, Any]]:
+                 cohort: bool = True, team_c_h100: bool = False) -> list[dict[str, Any]]:
     objects = _recorded()
     by_name = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ClusterQueue"}
     team_a, team_b = by_name["team-a-cq"], by_name["team-b-cq"]
+    if team_c_h100:  # team-c-cq has 4 h100 too, none of them reserved
+        by_name["team-c-cq"]["spec"]["resourceGroups"][0]["flavors"].append(
+            {"name": "h100", "resources": [{"name": GPU, "nominalQuota": "4"}]})
     gpu: dict[str, Any] = {"name": GPU, "nominalQuota": "4"}
     if borrowing_limit is not None:
         gpu["borrowingLimit"] = borrowing_limit
@@ -138,6 +141,13 @@ TWO_FLAVORS: list[tuple[dict[str, Any], int, tuple[str | None, str]]] = [
     ({"team_b_reserved": "10", "borrowing_limit": "1"}, 5, _fits_h100(5, 5)),
     ({"team_b_reserved": "10", "borrowing_limit": "1"}, 9,
      (None, _never_two(9, "5 in flavor h100 (nominal 4 + borrowingLimit 1)"))),
+    # two queues of the cohort lend h100: team-b-cq nothing now, team-c-cq its 4
+    ({"team_c_h100": True}, 8, _fits_h100(8, 8)),
+    ({"team_c_h100": True}, 9,
+     (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has 8 of 4 {GPU} free; "
+            "it needs 9.")),
+    ({"team_c_h100": True}, 25,
+     (None, _never_two(25, "24 in flavor h100 (nominal 4 + what cohort research can lend)"))),
     # the flavors are tried in order: a100 first when it has room
     ({"team_a_a100_reserved": "4"}, 4,
      ("a100", f"ClusterQueue team-a-cq, flavor a100: 4 of 8 {GPU} free, it needs 4.")),
