@@ -141,11 +141,13 @@ TWO_FLAVORS: list[tuple[dict[str, Any], int, tuple[str | None, str]]] = [
     ({"team_b_reserved": "10", "borrowing_limit": "1"}, 5, _fits_h100(5, 5)),
     ({"team_b_reserved": "10", "borrowing_limit": "1"}, 9,
      (None, _never_two(9, "5 in flavor h100 (nominal 4 + borrowingLimit 1)"))),
-    # two queues of the cohort lend h100: team-b-cq nothing now, team-c-cq its 4
+    # two queues of the cohort lend h100: team-b-cq nothing now (or its 6 unused), team-c-cq
+    # its 4
     ({"team_c_h100": True}, 8, _fits_h100(8, 8)),
     ({"team_c_h100": True}, 9,
      (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has 8 of 4 {GPU} free; "
             "it needs 9.")),
+    ({"team_b_reserved": "10", "team_c_h100": True}, 14, _fits_h100(14, 14)),
     ({"team_c_h100": True}, 25,
      (None, _never_two(25, "24 in flavor h100 (nominal 4 + what cohort research can lend)"))),
     # the flavors are tried in order: a100 first when it has room
