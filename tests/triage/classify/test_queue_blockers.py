@@ -152,3 +152,12 @@ def test_a_missing_flavor_and_a_stop_policy_both_told(kueue: Lists) -> None:
         "h100); ClusterQueue team-c-cq is stopped (stopPolicy Hold). Nothing in it is "
         "admitted until that is fixed. Create the ResourceFlavor (or fix the name in the "
         "ClusterQueue).")
+
+
+def test_a_queue_label_that_is_no_object_name_says_so(kueue: Lists) -> None:
+    find(kueue["workloads"], "eval-nightly", "team-a")["metadata"]["labels"][LABEL] = "Team B/lq"
+    assert answer(kueue, "team-a/eval-nightly").action == (
+        "Job team-a/eval-nightly waits forever as things are: it names LocalQueue 'Team B/lq' "
+        f"(not even a valid object name) in label {LABEL}, which does not exist in namespace "
+        "team-a, so Kueue admits nothing of it; the namespace has LocalQueue team-a-lq. Fix the "
+        f"label ({LABEL}: team-a-lq) and recreate it.")
