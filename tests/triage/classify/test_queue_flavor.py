@@ -92,18 +92,34 @@ def test_a_flavor_that_set_neither_is_not_named(kueue: Lists) -> None:
     assert answer(kueue, REF).action == FULL
 
 
-def test_two_flavors_each_say_what_they_set(kueue: Lists) -> None:
-    kueue["queues"].append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
-                            "metadata": {"name": "h100-cpu", "uid": "rf-h100-cpu",
-                                         "resourceVersion": "1",
-                                         "creationTimestamp": "2026-12-01T20:56:00Z"},
-                            "spec": {"nodeLabels": {"pool": "h100"}}})
-    queue_object(kueue, "Workload", "job-sd-train-8350d")["status"]["admission"][
+def _cpu_flavor_first(lists: Lists, node_labels: dict[str, str] | None) -> None:
+    """The admission puts cpu in flavor h100-cpu (listed before h100); ``node_labels``: that
+    ResourceFlavor's, None when it does not exist (any more)."""
+    if node_labels is not None:
+        lists["queues"].append({"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                                "metadata": {"name": "h100-cpu", "uid": "rf-h100-cpu",
+                                             "resourceVersion": "1",
+                                             "creationTimestamp": "2026-12-01T20:56:00Z"},
+                                "spec": {"nodeLabels": node_labels}})
+    queue_object(lists, "Workload", "job-sd-train-8350d")["status"]["admission"][
         "podSetAssignments"][0]["flavors"]["cpu"] = "h100-cpu"
+
+
+def test_two_flavors_each_say_what_they_set(kueue: Lists) -> None:
+    _cpu_flavor_first(kueue, {"pool": "h100"})
     verdict = answer(kueue, REF)
     assert verdict.action == FULL + ADMITTED.format(
         said=f"flavor h100-cpu set nodeSelector pool=h100; {BOTH}") + OUTSIDE_ONE
     assert _flavor_evidence(verdict) == ["team-b-cq: h100-cpu, h100"]
+
+
+@pytest.mark.parametrize("node_labels", [None, {"pool": "cpu"}], ids=["deleted", "set-nothing"])
+def test_a_first_flavor_that_set_nothing_leaves_the_next_one_named(
+        kueue: Lists, node_labels: dict[str, str] | None) -> None:
+    _cpu_flavor_first(kueue, node_labels)
+    verdict = answer(kueue, REF)
+    assert verdict.action == FULL + ADMITTED.format(said=BOTH) + OUTSIDE_ONE
+    assert _flavor_evidence(verdict) == ["team-b-cq: h100"]
 
 
 def test_two_holders_outside_kueue_are_both_named(kueue: Lists) -> None:
