@@ -148,3 +148,21 @@ def test_not_full_nodes_the_flavor_is_named_without_holders(kueue: Lists) -> Non
     assert verdict.cause == "too-large"
     assert verdict.action.endswith(". " + ADMITTED.format(said=BOTH)[1:])
     assert "Outside Kueue" not in verdict.action
+
+
+def test_a_flavor_that_set_two_labels_and_two_tolerations_names_them_all(kueue: Lists) -> None:
+    dedicated = {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+    flavor = _flavor(kueue)
+    flavor["nodeLabels"]["gpu.vendor"] = "nvidia"
+    flavor["tolerations"].append(dedicated)
+    for pod in _sd_train_pods(kueue):
+        pod["spec"]["nodeSelector"]["gpu.vendor"] = "nvidia"
+        pod["spec"]["tolerations"].append(dict(dedicated))
+    for node in kueue["nodes"]:
+        if node["metadata"]["labels"].get("pool") == "h100":
+            node["metadata"]["labels"]["gpu.vendor"] = "nvidia"
+    verdict = answer(kueue, REF)
+    assert verdict.cause == "exhausted"
+    assert verdict.action.endswith(ADMITTED.format(
+        said="flavor h100 set nodeSelector gpu.vendor=nvidia, pool=h100 and toleration "
+             "nvidia.com/gpu=present:NoSchedule, dedicated=ml:NoSchedule") + OUTSIDE_ONE)
