@@ -66,24 +66,27 @@ def test_a_gated_pod_without_the_queue_label(kueue: Lists) -> None:
 
 # -- the ClusterQueue does not exist -------------------------------------------------------------
 
-def test_a_local_queue_without_a_cluster_queue(kueue: Lists) -> None:
-    queue_object(kueue, "LocalQueue", "team-a-lq")["spec"].pop("clusterQueue")
+def _unset(lists: Lists) -> None:
+    queue_object(lists, "LocalQueue", "team-a-lq")["spec"].pop("clusterQueue")
+
+
+def _no_cluster_queues(lists: Lists) -> None:
+    _drop(lists, "ClusterQueue", "team-a-cq", "team-b-cq", "team-c-cq")
+
+
+@pytest.mark.parametrize(("change", "pointed", "existing"), [
+    (_unset, "(unset)", "team-a-cq, team-b-cq, team-c-cq"),
+    (_no_cluster_queues, "team-a-cq", "none"),
+], ids=["unset", "none-at-all"])
+def test_a_local_queue_pointing_at_no_cluster_queue(kueue: Lists, change: Any, pointed: str,
+                                                    existing: str) -> None:
+    change(kueue)
     verdict = answer(kueue, "team-a/eval-nightly")
     assert verdict.action == (
         "Job team-a/eval-nightly waits forever as things are: LocalQueue team-a/team-a-lq "
-        "points to ClusterQueue (unset), which does not exist (existing: team-a-cq, team-b-cq, "
-        "team-c-cq). Create it, or point the LocalQueue at one that exists.")
-    assert ("LocalQueue team-a/team-a-lq", "spec.clusterQueue", "(unset)") in _evidence(verdict)
-
-
-def test_no_cluster_queue_at_all(kueue: Lists) -> None:
-    _drop(kueue, "ClusterQueue", "team-a-cq", "team-b-cq", "team-c-cq")
-    verdict = answer(kueue, "team-a/eval-nightly")
-    assert verdict.action == (
-        "Job team-a/eval-nightly waits forever as things are: LocalQueue team-a/team-a-lq "
-        "points to ClusterQueue team-a-cq, which does not exist (existing: none). Create it, "
-        "or point the LocalQueue at one that exists.")
-    assert ("LocalQueue team-a/team-a-lq", "spec.clusterQueue", "team-a-cq") in _evidence(verdict)
+        f"points to ClusterQueue {pointed}, which does not exist (existing: {existing}). "
+        "Create it, or point the LocalQueue at one that exists.")
+    assert ("LocalQueue team-a/team-a-lq", "spec.clusterQueue", pointed) in _evidence(verdict)
 
 
 # -- the ClusterQueue is inactive: stopped, a flavor missing, Kueue's Active=False --------------
