@@ -1,9 +1,12 @@
-"""pod-not-found after a deletion (triage/classify/checks/admission.py), on the a100-pool
-recording changed the way a cluster can: the latest event left without a reason."""
+"""Absent pods (triage/classify/checks/admission.py) on recordings changed the way a cluster
+can: a deleted pod's latest event without a reason (a100-pool), a RuntimeClass rejection that
+names another class than the template does now (seven-states)."""
 
 from __future__ import annotations
 
-from tests.conftest import load_lists
+import pytest
+
+from tests.conftest import find, load_lists
 from tests.paths import FIXTURES
 from tests.triage.test_traps import answer
 
@@ -23,3 +26,22 @@ def test_a_remaining_event_without_a_reason_is_named_as_unknown() -> None:
     assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
         ("namespace lab", "pods, workloads", "nothing named gone-trainer"),
         ("Pod lab/gone-trainer", "event ?", "Stopping container train")]
+
+
+@pytest.mark.parametrize(("template", "named"), [
+    ("runc-gpu", "nvidia"),     # fixed since: the rejection's class is the one missing
+    ("nvidia-v2", "nvidia-v2"),  # changed to another missing one: the template's is named
+], ids=["template-fixed", "template-still-missing"])
+def test_a_rejection_naming_another_runtimeclass_than_the_template(template: str,
+                                                                   named: str) -> None:
+    lists = load_lists("seven-states")
+    find(lists["workloads"], "vllm", "infer")["spec"]["template"]["spec"][
+        "runtimeClassName"] = template
+    verdict = answer(lists, "infer/vllm")
+    assert (verdict.cause, verdict.action) == (
+        "runtimeclass-missing",
+        f"Deployment infer/vllm uses runtimeClassName {named}, but no RuntimeClass {named} "
+        f"exists (existing: runc-gpu). Create RuntimeClass {named} or fix the name in the "
+        "template.")
+    assert ("Deployment infer/vllm", "spec.template.spec.runtimeClassName", template) in [
+        (e.object, e.field, e.value) for e in verdict.evidence]
