@@ -31,17 +31,22 @@ def test_a_remaining_event_without_a_reason_is_named_as_unknown() -> None:
 @pytest.mark.parametrize(("template", "named"), [
     ("runc-gpu", "nvidia"),     # fixed since: the rejection's class is the one missing
     ("nvidia-v2", "nvidia-v2"),  # changed to another missing one: the template's is named
-], ids=["template-fixed", "template-still-missing"])
-def test_a_rejection_naming_another_runtimeclass_than_the_template(template: str,
+    (None, "nvidia"),            # taken out of the template since
+], ids=["template-fixed", "template-still-missing", "template-unset"])
+def test_a_rejection_naming_another_runtimeclass_than_the_template(template: str | None,
                                                                    named: str) -> None:
     lists = load_lists("seven-states")
-    find(lists["workloads"], "vllm", "infer")["spec"]["template"]["spec"][
-        "runtimeClassName"] = template
+    pod_spec = find(lists["workloads"], "vllm", "infer")["spec"]["template"]["spec"]
+    if template is None:
+        pod_spec.pop("runtimeClassName")
+    else:
+        pod_spec["runtimeClassName"] = template
     verdict = answer(lists, "infer/vllm")
     assert (verdict.cause, verdict.action) == (
         "runtimeclass-missing",
         f"Deployment infer/vllm uses runtimeClassName {named}, but no RuntimeClass {named} "
         f"exists (existing: runc-gpu). Create RuntimeClass {named} or fix the name in the "
         "template.")
-    assert ("Deployment infer/vllm", "spec.template.spec.runtimeClassName", template) in [
+    assert ("Deployment infer/vllm", "spec.template.spec.runtimeClassName",
+            template or "(unset)") in [
         (e.object, e.field, e.value) for e in verdict.evidence]
