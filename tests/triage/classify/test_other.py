@@ -1,0 +1,131 @@
+"""other-constraint when a node fits GPU-wise, read as whole sentences: what the scheduler's
+last word says (several other reasons, only GPU / taint / selector reasons, nothing yet), a
+gang that fits now, and DRA requests gpuwhy does not judge.
+
+The pods are the recordings' own (scheduling-gates' lab/gate-one with its gate removed, as its
+controller would; gang-dra-basics; dra-basics), each changed the way the cluster would change.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from scoring.verdict import Verdict
+from tests.conftest import find, load_lists
+from tests.paths import FIXTURES
+from triage.classify import triage
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+
+Lists = dict[str, list[dict[str, Any]]]
+POD = "lab/gate-one"
+# gpu-a100-1 (pool a100, 4 nvidia.com/gpu, 1 held by ml/train-a) is the one node the pod's
+# nodeSelector pool=a100 leaves; the other five are selector-mismatch.
+NODES = "6 nodes: 5 not fit (5 selector-mismatch), 1 fit (gpu-a100-1: 0.75)"
+
+
+def _answer(lists: Lists, ref: str) -> Verdict:
+    return triage(Snapshot(**copy.deepcopy(lists)), parse_ref(ref))
+
+
+def _evidence(verdict: Verdict) -> list[tuple[str, str, str]]:
+    return [(e.object, e.field, e.value) for e in verdict.evidence]
+
+
+@pytest.fixture
+def ungated() -> Lists:
+    """lab/gate-one once its gate is removed: no scheduler has written anything yet."""
+    lists = load_lists(FIXTURES / "scenarios-extra" / "scheduling-gates")
+    pod = find(lists["pods"], "gate-one", "lab")
+    del pod["spec"]["schedulingGates"]
+    pod["status"]["conditions"] = []
+    return lists
+
+
+def _unschedulable(lists: Lists, message: str) -> Lists:
+    """The scheduler's PodScheduled=False condition (its events have expired)."""
+    find(lists["pods"], "gate-one", "lab")["status"]["conditions"] = [{
+        "lastProbeTime": None, "lastTransitionTime": "2026-11-30T13:10:05Z",
+        "message": message, "reason": "Unschedulable", "status": "False",
+        "type": "PodScheduled"}]
+    return lists
+
+
+SEVERAL = ("0/6 nodes are available: 1 node(s) didn't match pod affinity rules, 1 node(s) had"
+           " volume node affinity conflict, 4 node(s) didn't match Pod's node"
+           " affinity/selector. preemption: 0/6 nodes are available: 6 Preemption is not"
+           " helpful for scheduling.")
+ONLY_GPUS = ("0/6 nodes are available: 1 Insufficient nvidia.com/gpu, 5 node(s) didn't match"
+             " Pod's node affinity/selector. preemption: 0/6 nodes are available: 1 No"
+             " preemption victims found for incoming pod, 5 Preemption is not helpful for"
+             " scheduling.")
+
+
+def test_every_other_reason_is_named_with_its_count(ungated: Lists) -> None:
+    verdict = _answer(_unschedulable(ungated, SEVERAL), POD)
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "GPU-wise gpu-a100-1 fit, but the scheduler rejects the pod for something else: 1"
+        " node(s) didn't match pod affinity rules, 1 node(s) had volume node affinity"
+        " conflict. Fix what it names (cpu, memory, pod affinity, volumes, topology spread).")
+    assert _evidence(verdict) == [(f"Pod {POD}", "scheduler message", SEVERAL)]
+    assert verdict.node_summary == NODES
+
+
+@pytest.mark.parametrize(("scheduler", "named"), [
+    (None, "default-scheduler"), ("gpu-scheduler", "gpu-scheduler")])
+def test_a_last_word_only_about_gpus_names_the_pod_s_scheduler(
+        ungated: Lists, scheduler: str | None, named: str) -> None:
+    if scheduler is not None:
+        find(ungated["pods"], "gate-one", "lab")["spec"]["schedulerName"] = scheduler
+    verdict = _answer(_unschedulable(ungated, ONLY_GPUS), POD)
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "GPU-wise gpu-a100-1 fit now; the scheduler's last word is only about GPUs, taints or"
+        " selectors, so the cluster has changed since and it will retry by itself. If the pod"
+        f" stays Pending, check that {named} is running.")
+    assert _evidence(verdict) == [(f"Pod {POD}", "scheduler message", ONLY_GPUS)]
+
+
+def test_a_scheduler_that_has_seen_the_pod_without_a_word_of_why(ungated: Lists) -> None:
+    # Pods were listed before the binding, events after: the scheduler's Scheduled event
+    # is there, the pod's spec.nodeName not yet.
+    uid = find(ungated["pods"], "gate-one", "lab")["metadata"]["uid"]
+    ungated["events"] = [{
+        "action": "Binding", "apiVersion": "v1", "eventTime": "2026-11-30T13:10:06.120345Z",
+        "firstTimestamp": None, "involvedObject": {
+            "apiVersion": "v1", "kind": "Pod", "name": "gate-one", "namespace": "lab",
+            "resourceVersion": "900", "uid": uid},
+        "kind": "Event", "lastTimestamp": None,
+        "message": "Successfully assigned lab/gate-one to gpu-a100-1",
+        "metadata": {"creationTimestamp": "2026-11-30T13:10:06Z",
+                     "name": "gate-one.18c2a1f0d3e4b5a6", "namespace": "lab",
+                     "resourceVersion": "901", "uid": "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9"},
+        "reason": "Scheduled", "reportingComponent": "default-scheduler",
+        "reportingInstance": "default-scheduler-vm", "source": {}, "type": "Normal"}]
+    verdict = _answer(ungated, POD)
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "GPU-wise gpu-a100-1 fit and the scheduler has seen the pod, but it has not bound it"
+        " yet. Look at the pod's events for what it waits on.")
+    assert _evidence(verdict) == []
+    assert verdict.node_summary == NODES
+
+
+def test_a_gang_that_fits_now_is_retried_by_the_scheduler() -> None:
+    gangs = load_lists("gang-dra-basics")
+    find(gangs["pods"], "eval-4g", "research")["status"]["phase"] = "Succeeded"
+    verdict = _answer(gangs, "train/moe-train-0")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "GPU-wise the whole gang fits now (PodGroup train/moe-train-workers (Workload"
+        " moe-train), minCount 4; gang-h100-b1, gang-h100-b2, gang-h100-b3): the scheduler gave"
+        " the group up when it did not fit, and tries it again as the cluster changes. If it"
+        " stays Pending, look at the other gang pods' events for what else stops them.")
+    assert _evidence(verdict) == [(
+        "Pod train/moe-train-0", "scheduler message",
+        "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, one"
+        " or more plugins asked to wait and no plugin rejected pod")]
