@@ -9,6 +9,7 @@ controller would; gang-dra-basics; dra-basics), each changed the way the cluster
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -90,11 +91,11 @@ def test_a_last_word_only_about_gpus_names_the_pod_s_scheduler(
     assert _evidence(verdict) == [(f"Pod {POD}", "scheduler message", ONLY_GPUS)]
 
 
-def test_a_scheduler_that_has_seen_the_pod_without_a_word_of_why(ungated: Lists) -> None:
-    # Pods were listed before the binding, events after: the scheduler's Scheduled event
-    # is there, the pod's spec.nodeName not yet.
-    uid = find(ungated["pods"], "gate-one", "lab")["metadata"]["uid"]
-    ungated["events"] = [{
+def _scheduled_event(lists: Lists) -> None:
+    """Pods listed before the binding, events after: the scheduler's Scheduled event is
+    there, the pod's spec.nodeName not yet."""
+    uid = find(lists["pods"], "gate-one", "lab")["metadata"]["uid"]
+    lists["events"] = [{
         "action": "Binding", "apiVersion": "v1", "eventTime": "2026-11-30T13:10:06.120345Z",
         "firstTimestamp": None, "involvedObject": {
             "apiVersion": "v1", "kind": "Pod", "name": "gate-one", "namespace": "lab",
@@ -106,6 +107,21 @@ def test_a_scheduler_that_has_seen_the_pod_without_a_word_of_why(ungated: Lists)
                      "resourceVersion": "901", "uid": "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9"},
         "reason": "Scheduled", "reportingComponent": "default-scheduler",
         "reportingInstance": "default-scheduler-vm", "source": {}, "type": "Normal"}]
+
+
+def _condition_without_message(lists: Lists) -> None:
+    """A second scheduler that writes PodScheduled=False/Unschedulable and no message."""
+    pod = find(lists["pods"], "gate-one", "lab")
+    pod["spec"]["schedulerName"] = "gpu-scheduler"
+    pod["status"]["conditions"] = [{
+        "lastProbeTime": None, "lastTransitionTime": "2026-11-30T13:10:05Z",
+        "reason": "Unschedulable", "status": "False", "type": "PodScheduled"}]
+
+
+@pytest.mark.parametrize("seen", [_scheduled_event, _condition_without_message])
+def test_a_scheduler_that_has_seen_the_pod_without_a_word_of_why(
+        ungated: Lists, seen: Callable[[Lists], None]) -> None:
+    seen(ungated)
     verdict = _answer(ungated, POD)
     assert (verdict.cause, verdict.action) == (
         "other-constraint",
@@ -129,3 +145,25 @@ def test_a_gang_that_fits_now_is_retried_by_the_scheduler() -> None:
         "Pod train/moe-train-0", "scheduler message",
         "pod group is unschedulable, waiting for minCount pods from a gang to be scheduled, one"
         " or more plugins asked to wait and no plugin rejected pod")]
+
+
+def test_a_claim_gpuwhy_does_not_judge_leaves_the_scheduler_s_word() -> None:
+    # dra-basics' vision/pinned-a without its nodeSelector fits dra-a100-2 and dra-l4-1; a
+    # matchAttribute constraint on its claim is not modelled, so "cannot allocate all claims"
+    # stands and is named.
+    lists = load_lists("dra-basics")
+    del find(lists["pods"], "pinned-a", "vision")["spec"]["nodeSelector"]
+    claim = next(o for o in lists["dra"] if o["kind"] == "ResourceClaim"
+                 and o["metadata"]["name"].startswith("pinned-a-gpu-"))
+    claim["spec"]["devices"]["constraints"] = [
+        {"matchAttribute": "gpu.nvidia.com/productName", "requests": ["gpu"]}]
+    verdict = _answer(lists, "vision/pinned-a")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "GPU-wise dra-a100-2, dra-l4-1 fit, but the scheduler rejects the pod for something"
+        " else: 1 cannot allocate all claims. Fix what it names (cpu, memory, pod affinity,"
+        " volumes, topology spread). gpuwhy does not judge constraints between devices"
+        " (matchAttribute), so the scheduler's word on the claims stands.")
+    assert _evidence(verdict)[-1] == (
+        "ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.constraints",
+        "constraints between devices (matchAttribute): not judged by gpuwhy")
