@@ -1,0 +1,181 @@
+"""Gang answers read as whole sentences, on the gang-dra-basics recording changed the way the
+cluster would change: a PodGroup that is missing, a gang too large for every node, one of its
+pods already bound, an incomplete gang and what keeps its other pods from being created.
+
+The recording (see its README): pods train/moe-train-0..3 (PodGroup moe-train-workers,
+minCount 4, 8 nvidia.com/gpu each, pool=h100-b: gang-h100-b1..b4 of 8 GPUs, b4 half held by
+research/eval-4g); train/llama-pretrain-0..2 (llama-pretrain-workers, minCount 4, pool=h100-a,
+four empty nodes of 8).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from scoring.verdict import Verdict
+from tests.conftest import find, load_lists
+from triage.classify import triage
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+
+Lists = dict[str, list[dict[str, Any]]]
+MOE = "PodGroup train/moe-train-workers (Workload moe-train)"
+LLAMA = "PodGroup train/llama-pretrain-workers (Workload llama-pretrain)"
+WAITING = ("pod group is unschedulable, waiting for minCount pods from a gang to be scheduled,"
+           " one or more plugins asked to wait and no plugin rejected pod")
+
+
+@pytest.fixture
+def gangs() -> Lists:
+    return load_lists("gang-dra-basics")
+
+
+def _answer(lists: Lists, ref: str) -> Verdict:
+    return triage(Snapshot(**copy.deepcopy(lists)), parse_ref(ref))
+
+
+def _evidence(verdict: Verdict) -> list[tuple[str, str, str]]:
+    return [(e.object, e.field, e.value) for e in verdict.evidence]
+
+
+def _gang_evidence(group: str, pod: str, min_count: int) -> list[tuple[str, str, str]]:
+    return [(f"PodGroup train/{group}", "spec.schedulingPolicy.gang.minCount", str(min_count)),
+            (f"Pod train/{pod}", "spec.schedulingGroup.podGroupName", group)]
+
+
+def test_a_missing_pod_group_keeps_the_pod_back(gangs: Lists) -> None:
+    gangs["gangs"] = [g for g in gangs["gangs"] if g["metadata"]["name"] != "moe-train-workers"]
+    verdict = _answer(gangs, "train/moe-train-0")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "train/moe-train-0 joins PodGroup train/moe-train-workers, which does not exist: the"
+        " scheduler keeps the pod back until it does (and says nothing). Create the PodGroup (or"
+        " its Workload), or fix spec.schedulingGroup.podGroupName.")
+    assert _evidence(verdict) == [("Pod train/moe-train-0", "spec.schedulingGroup.podGroupName",
+                                   "moe-train-workers: no such PodGroup")]
+
+
+def test_a_gang_larger_than_every_node_together(gangs: Lists) -> None:
+    # Without their nodeSelector and with minCount 20: the 13 nodes of 8 GPUs take one pod
+    # each even empty (gang-a100-1..3, gang-a40-1/2, gang-h100-a1..a4, gang-h100-b1..b4).
+    for index in range(4):
+        del find(gangs["pods"], f"moe-train-{index}", "train")["spec"]["nodeSelector"]
+    group = find(gangs["gangs"], "moe-train-workers", "train")
+    group["spec"]["schedulingPolicy"]["gang"]["minCount"] = 20
+    verdict = _answer(gangs, "train/moe-train-0")
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        f"{MOE} needs 20 pods × 8 nvidia.com/gpu at once (gang minCount 20); the nodes the node"
+        " selection and taints leave could hold only 13 of them even with every GPU free"
+        " (gang-a100-1: 1, gang-a100-2: 1, gang-a100-3: 1, gang-a40-1: 1 +9 more). The"
+        " scheduler binds none of the gang until 20 fit together: waiting never helps. Lower"
+        " minCount, make each pod smaller, or send the gang to a pool with room for all of it."
+        " Besides, only 4 of its 20 pods exist yet.")
+    assert _evidence(verdict) == [
+        *_gang_evidence("moe-train-workers", "moe-train-0", 20),
+        ("PodGroup train/moe-train-workers", "status.conditions[PodGroupScheduled]",
+         "False Unschedulable: pod group is unschedulable"),
+        ("Pod train/moe-train-0", "scheduler message", WAITING),
+        *[(f"Node/{name}", "gang pods it could take empty", "1")
+          for name in ("gang-a100-1", "gang-a100-2", "gang-a100-3", "gang-a40-1", "gang-a40-2")]]
+    details = {n.name: n.detail for n in verdict.nodes}
+    assert (details["gang-a40-1"], details["gang-h100-a1"]) == (
+        "fits; gang: 0 pod(s) now, 1 empty", "fits; gang: 1 pod(s) now, 1 empty")
+
+
+def test_a_gang_pod_already_bound_counts_toward_min_count(gangs: Lists) -> None:
+    pod = find(gangs["pods"], "moe-train-1", "train")
+    pod["spec"]["nodeName"] = "gang-h100-b1"
+    pod["status"]["phase"] = "Running"
+    verdict = _answer(gangs, "train/moe-train-0")
+    assert (verdict.cause, verdict.action) == (
+        "exhausted",
+        f"{MOE} needs 4 pods × 8 nvidia.com/gpu at once (gang minCount 4): 1 already bound, 3"
+        " of 4 gang pods fit now (gang-h100-b2: 1, gang-h100-b3: 1); gang-h100-b4 has 4/8"
+        " nvidia.com/gpu held by research/eval-4g. With every GPU free the nodes would hold 4."
+        " Wait for them to finish, or add capacity: the scheduler binds none of the gang until"
+        " 4 fit.")
+    assert verdict.node_summary.endswith(
+        "; gang moe-train-workers (minCount 4): 2 pods fit now on 2 nodes, 4 with every GPU free")
+
+
+def test_an_incomplete_gang_too_large_for_its_pool_says_both(gangs: Lists) -> None:
+    for index in range(3):
+        pod = find(gangs["pods"], f"llama-pretrain-{index}", "train")
+        pod["spec"]["nodeSelector"] = {"pool": "a100"}  # 3 nodes of 8 for 4 pods of 8
+    verdict = _answer(gangs, "train/llama-pretrain-0")
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        f"{LLAMA} needs 4 pods × 8 nvidia.com/gpu at once (gang minCount 4); the nodes"
+        " nodeSelector pool=a100 and taints leave could hold only 3 of them even with every GPU"
+        " free (gang-a100-1: 1, gang-a100-2: 1, gang-a100-3: 1). The scheduler binds none of the"
+        " gang until 4 fit together: waiting never helps. Lower minCount, make each pod smaller,"
+        " or send the gang to a pool with room for all of it. Besides, only 3 of its 4 pods"
+        " exist yet.")
+
+
+def test_an_incomplete_gang_missing_several_pods(gangs: Lists) -> None:
+    for index in (1, 2):
+        gangs["pods"].remove(find(gangs["pods"], f"llama-pretrain-{index}", "train"))
+    verdict = _answer(gangs, "train/llama-pretrain-0")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"gang incomplete: {LLAMA} has gang minCount 4, only 1 pods (llama-pretrain-0) name it."
+        " GPU-wise the gang would fit, but kube-scheduler holds its pods back before any"
+        " scheduling attempt until 4 exist (no event, no PodScheduled condition). Create the"
+        " missing 3 pods, or lower minCount.")
+    assert _evidence(verdict) == _gang_evidence("llama-pretrain-workers", "llama-pretrain-0", 4)
+
+
+def test_a_full_quota_keeps_the_last_gang_pod_from_being_created(gangs: Lists) -> None:
+    gangs["resourcequotas"] = [{
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": {"name": "gpus", "namespace": "train"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "40"}},
+        "status": {"hard": {"requests.nvidia.com/gpu": "40"},
+                   "used": {"requests.nvidia.com/gpu": "40"}}}]
+    verdict = _answer(gangs, "train/llama-pretrain-0")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"gang incomplete: {LLAMA} has gang minCount 4, only 3 pods (llama-pretrain-0,"
+        " llama-pretrain-1, llama-pretrain-2) name it. GPU-wise the gang would fit, but"
+        " kube-scheduler holds its pods back before any scheduling attempt until 4 exist (no"
+        " event, no PodScheduled condition). ResourceQuota train/gpus leaves no room for"
+        " another: requests.nvidia.com/gpu hard 40, used 40, one pod asks 8. Create the missing"
+        " 1 pod, or lower minCount.")
+    assert _evidence(verdict) == [
+        *_gang_evidence("llama-pretrain-workers", "llama-pretrain-0", 4),
+        ("ResourceQuota train/gpus", "requests.nvidia.com/gpu", "hard 40, used 40")]
+
+
+def test_the_owning_job_s_failed_create_is_quoted(gangs: Lists) -> None:
+    gangs["workloads"].append({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "llama-pretrain", "namespace": "train", "uid": "job-uid"},
+        "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed",
+                 "template": {"spec": {"containers": []}}}})
+    find(gangs["gangs"], "llama-pretrain", "train")["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "llama-pretrain", "uid": "job-uid",
+         "controller": True}]
+    refused = ('Error creating: pods "llama-pretrain-3" is forbidden: exceeded quota: gpus,'
+               " requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=24,"
+               " limited: requests.nvidia.com/gpu=24")
+    gangs["events"].append({
+        "apiVersion": "v1", "kind": "Event", "reason": "FailedCreate", "type": "Warning",
+        "metadata": {"name": "llama-pretrain.1", "namespace": "train"},
+        "involvedObject": {"kind": "Job", "namespace": "train", "name": "llama-pretrain",
+                           "uid": "job-uid"},
+        "message": refused, "lastTimestamp": "2026-12-01T20:50:00Z"})
+    verdict = _answer(gangs, "train/llama-pretrain-0")
+    assert verdict.action == (
+        f"gang incomplete: {LLAMA} has gang minCount 4, only 3 pods (llama-pretrain-0,"
+        " llama-pretrain-1, llama-pretrain-2) name it. GPU-wise the gang would fit, but"
+        " kube-scheduler holds its pods back before any scheduling attempt until 4 exist (no"
+        f" event, no PodScheduled condition). Job train/llama-pretrain cannot create them:"
+        f" {refused}. Create the missing 1 pod, or lower minCount.")
+    assert _evidence(verdict) == [
+        *_gang_evidence("llama-pretrain-workers", "llama-pretrain-0", 4),
+        ("Job train/llama-pretrain", "event FailedCreate", refused)]
