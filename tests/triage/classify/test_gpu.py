@@ -1,0 +1,78 @@
+"""GPUs as extended resources, read as whole sentences: an exhausted node the scheduler has
+nominated for the pod (nobody, one or two pods leaving), and a node that publishes its GPUs
+only through DRA.
+
+seven-states' research/full (1 nvidia.com/gpu, nodeSelector pool=a10-full: gpu-a10-full, 2
+GPUs held by ml/train-a and team-b/train-b; team-b/crashed and team-b/done finished there) and
+dra-basics' serving/legacy-gpu (a device-plugin request on a cluster of DRA nodes), changed the
+way kube-scheduler and the cluster would change them.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from scoring.verdict import Verdict
+from tests.conftest import find, load_lists
+from triage.classify import triage
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+
+Lists = dict[str, list[dict[str, Any]]]
+
+
+def _answer(lists: Lists, ref: str) -> Verdict:
+    return triage(Snapshot(**copy.deepcopy(lists)), parse_ref(ref))
+
+
+def _evidence(verdict: Verdict) -> list[tuple[str, str, str]]:
+    return [(e.object, e.field, e.value) for e in verdict.evidence]
+
+
+@pytest.mark.parametrize(("leaving", "holders", "when"), [
+    ((), "ml/train-a, team-b/train-b", "they have gone."),
+    ((("team-b", "train-b"),), "ml/train-a, team-b/train-b (terminating)",
+     "team-b/train-b has gone."),
+    ((("team-b", "train-b"), ("ml", "train-a")),
+     "ml/train-a (terminating), team-b/train-b (terminating)",
+     "ml/train-a, team-b/train-b have gone."),
+])
+def test_a_nominated_node_says_who_the_pod_waits_for(
+        leaving: tuple[tuple[str, str], ...], holders: str, when: str) -> None:
+    lists = load_lists("seven-states")
+    find(lists["pods"], "full", "research")["status"]["nominatedNodeName"] = "gpu-a10-full"
+    for namespace, name in leaving:  # evicted by the preemption, still stopping
+        find(lists["pods"], name, namespace)["metadata"].update(
+            deletionTimestamp="2026-11-30T12:55:00Z", deletionGracePeriodSeconds=30)
+    verdict = _answer(lists, "research/full")
+    assert (verdict.cause, verdict.action) == (
+        "exhausted",
+        f"gpu-a10-full has 2/2 nvidia.com/gpu held by {holders} (team-b/crashed and team-b/done"
+        " are finished and hold nothing). Wait for them to finish, or relax nodeSelector"
+        " pool=a10-full: gpu-a100-1 has 2 free; or add capacity. The scheduler has nominated"
+        " gpu-a10-full for it (status.nominatedNodeName): it is preempting lower-priority pods"
+        f" there and binds this one when {when}")
+    assert _evidence(verdict) == [
+        ("Node/gpu-a10-full", "status.allocatable[nvidia.com/gpu] − requests",
+         f"2/2 nvidia.com/gpu held by {holders}"),
+        ("Pod research/full", "status.nominatedNodeName", "gpu-a10-full"),
+        ("Pod research/full", "scheduler message (preemption)",
+         "1 No preemption victims found for incoming pod")]
+
+
+def test_one_node_that_publishes_its_gpus_only_through_dra() -> None:
+    lists = load_lists("dra-basics")
+    find(lists["pods"], "legacy-gpu", "serving")["spec"]["nodeSelector"] = {
+        "kubernetes.io/hostname": "dra-l4-1"}
+    verdict = _answer(lists, "serving/legacy-gpu")
+    assert (verdict.cause, verdict.action) == (
+        "no-gpu-node",
+        "no matching node reports nvidia.com/gpu in status.capacity: dra-l4-1 although its GFD"
+        " labels say NVIDIA-L4. The device plugin is not registered there: restore the device"
+        " plugin on dra-l4-1. dra-l4-1 publishes GPUs only as DRA devices (ResourceSlices): ask"
+        " for them through a ResourceClaim instead.")
+    assert _evidence(verdict)[0] == ("Node/dra-l4-1", "status.capacity[nvidia.com/gpu]",
+                                     "absent")
