@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from scoring.quantity import QuantityError
 from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
 from tests.paths import FIXTURES
@@ -167,3 +168,38 @@ def test_a_claim_gpuwhy_does_not_judge_leaves_the_scheduler_s_word() -> None:
     assert _evidence(verdict)[-1] == (
         "ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.constraints",
         "constraints between devices (matchAttribute): not judged by gpuwhy")
+
+
+# gpu-a100-1's pods (research/ok, research/no-request) ask cpu 10 and memory 40Gi; lab/gate-one
+# asks cpu 8, memory 32Gi and one pod slot. Its allocatable changed as a kubelet's
+# --max-pods / --kube-reserved would change it.
+@pytest.mark.parametrize(("allocatable", "short"), [
+    ({"pods": "2"}, "Too many pods"),
+    ({"cpu": "17", "memory": "71Gi", "pods": "2"},
+     "Insufficient cpu, Insufficient memory, Too many pods"),
+    ({"cpu": "17500m"}, "Insufficient cpu"),
+])
+def test_a_node_short_of_cpu_memory_or_pod_slots(ungated: Lists, allocatable: dict[str, str],
+                                                  short: str) -> None:
+    find(ungated["nodes"], "gpu-a100-1")["status"]["allocatable"].update(allocatable)
+    verdict = _answer(ungated, POD)
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"GPU-wise a node fits, but gpu-a100-1: {short}. Lower the pod's cpu / memory requests"
+        " or free those nodes.")
+    assert _evidence(verdict) == [("Node/gpu-a100-1", "status.allocatable − requests", short)]
+
+
+def test_exactly_enough_cpu_memory_and_one_pod_slot_fit(ungated: Lists) -> None:
+    find(ungated["nodes"], "gpu-a100-1")["status"]["allocatable"].update(
+        {"cpu": "18", "memory": "72Gi", "pods": "3"})
+    verdict = _answer(ungated, POD)
+    assert verdict.cause == "scheduler-unavailable"  # no scheduler has written anything yet
+    assert verdict.node_summary == NODES
+
+
+def test_an_unparsable_pod_count_is_named(ungated: Lists) -> None:
+    # The API server stores only valid quantities; a dump edited by hand may not.
+    find(ungated["nodes"], "gpu-a100-1")["status"]["allocatable"]["pods"] = "lots"
+    with pytest.raises(QuantityError, match=r"^not a quantity: 'lots'$"):
+        _answer(ungated, POD)
