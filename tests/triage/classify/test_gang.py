@@ -179,3 +179,52 @@ def test_the_owning_job_s_failed_create_is_quoted(gangs: Lists) -> None:
     assert _evidence(verdict) == [
         *_gang_evidence("llama-pretrain-workers", "llama-pretrain-0", 4),
         ("Job train/llama-pretrain", "event FailedCreate", refused)]
+
+
+MOE_EXHAUSTED = (
+    f"{MOE} needs 4 pods × 8 nvidia.com/gpu at once (gang minCount 4): 3 of 4 gang pods fit now"
+    " (gang-h100-b1: 1, gang-h100-b2: 1, gang-h100-b3: 1); gang-h100-b4 has 4/8 nvidia.com/gpu"
+    " held by research/eval-4g. With every GPU free the nodes would hold 4. Wait for them to"
+    " finish, or add capacity: the scheduler binds none of the gang until 4 fit.")
+
+
+def _events_expired(lists: Lists) -> None:
+    lists["events"] = [e for e in lists["events"]
+                       if not e["involvedObject"].get("name", "").startswith("moe-train-")]
+
+
+def test_the_filter_message_in_the_condition_alone_still_gets_its_note(gangs: Lists) -> None:
+    # moe-train-2's PodScheduled=False condition keeps the "4 Insufficient nvidia.com/gpu"
+    # filter message after its events expired.
+    _events_expired(gangs)
+    verdict = _answer(gangs, "train/moe-train-2")
+    assert (verdict.cause, verdict.action) == (
+        "exhausted",
+        f"{MOE_EXHAUSTED} (The scheduler's \"4 Insufficient nvidia.com/gpu\" counts the nodes"
+        " the other pods of moe-train-workers were placed on in the same try: they hold nothing"
+        " now.)")
+
+
+def test_an_exhausted_gang_with_no_word_from_the_scheduler_gets_no_note(gangs: Lists) -> None:
+    _events_expired(gangs)
+    find(gangs["pods"], "moe-train-0", "train")["status"]["conditions"] = []
+    verdict = _answer(gangs, "train/moe-train-0")
+    assert (verdict.cause, verdict.action) == ("exhausted", MOE_EXHAUSTED)
+    assert _evidence(verdict) == [
+        *_gang_evidence("moe-train-workers", "moe-train-0", 4),
+        ("PodGroup train/moe-train-workers", "status.conditions[PodGroupScheduled]",
+         "False Unschedulable: pod group is unschedulable"),
+        ("Node/gang-h100-b4", "status.allocatable[nvidia.com/gpu] − requests",
+         "4/8 held by research/eval-4g")]
+
+
+def test_an_incomplete_pod_group_whose_workload_is_gone(gangs: Lists) -> None:
+    gangs["gangs"] = [g for g in gangs["gangs"] if not (
+        g["kind"] == "Workload" and g["metadata"]["name"] == "llama-pretrain")]
+    verdict = _answer(gangs, "train/llama-pretrain-0")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"gang incomplete: {LLAMA} has gang minCount 4, only 3 pods (llama-pretrain-0,"
+        " llama-pretrain-1, llama-pretrain-2) name it. GPU-wise the gang would fit, but"
+        " kube-scheduler holds its pods back before any scheduling attempt until 4 exist (no"
+        " event, no PodScheduled condition). Create the missing 1 pod, or lower minCount.")
