@@ -17,6 +17,7 @@ import pytest
 
 from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
+from tests.paths import FIXTURES
 from triage.classify import triage
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
@@ -76,3 +77,37 @@ def test_one_node_that_publishes_its_gpus_only_through_dra() -> None:
         " for them through a ResourceClaim instead.")
     assert _evidence(verdict)[0] == ("Node/dra-l4-1", "status.capacity[nvidia.com/gpu]",
                                      "absent")
+
+
+def _mig_pod(gpus: str, slices: str) -> Lists:
+    """funnel-edges' lab/mig-pod (pool=mig: gpu-mig-1, nvidia.com/gpu 1 and
+    nvidia.com/mig-1g.10gb 7, lab/mig-holder holding 1 + 6) asking both resources."""
+    lists = load_lists(FIXTURES / "scenarios-extra" / "funnel-edges")
+    resources = find(lists["pods"], "mig-pod", "lab")["spec"]["containers"][0]["resources"]
+    for section in ("limits", "requests"):
+        resources[section].update({"nvidia.com/gpu": gpus, "nvidia.com/mig-1g.10gb": slices})
+    return lists
+
+
+def test_two_gpu_resources_both_held() -> None:
+    verdict = _answer(_mig_pod("1", "2"), "lab/mig-pod")
+    held = "1/1 nvidia.com/gpu held; 6/7 nvidia.com/mig-1g.10gb held"
+    assert (verdict.cause, verdict.action) == (
+        "exhausted",
+        f"gpu-mig-1 has {held} by lab/mig-holder. Wait for them to finish; or add capacity.")
+    assert _evidence(verdict)[0] == (
+        "Node/gpu-mig-1", "status.allocatable[nvidia.com/gpu] − requests",
+        f"{held} by lab/mig-holder")
+    assert {n.name: n.detail for n in verdict.nodes}["gpu-mig-1"] == held
+
+
+def test_two_gpu_resources_both_too_large() -> None:
+    verdict = _answer(_mig_pod("2", "8"), "lab/mig-pod")
+    short = ("nvidia.com/gpu allocatable 1 < request 2, nvidia.com/mig-1g.10gb allocatable 7 <"
+             " request 8")
+    assert verdict.cause == "too-large"
+    assert verdict.action.startswith(
+        "no node you can use has 2 nvidia.com/gpu: the largest is gpu-mig-1 with 1.")
+    assert _evidence(verdict)[:2] == [
+        ("Pod lab/mig-pod", "effective request nvidia.com/gpu", "2"),
+        ("Node/gpu-mig-1", "status.allocatable[nvidia.com/gpu]", short)]
