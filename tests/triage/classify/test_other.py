@@ -148,6 +148,19 @@ def test_a_gang_that_fits_now_is_retried_by_the_scheduler() -> None:
         " or more plugins asked to wait and no plugin rejected pod")]
 
 
+
+def test_a_gang_pod_whose_last_word_is_a_plain_filter_message() -> None:
+    # moe-train-2 got the ordinary "4 Insufficient nvidia.com/gpu" message, not the gang's
+    # "waiting for minCount": once eval-4g finished, that word is only about GPUs.
+    gangs = load_lists("gang-dra-basics")
+    find(gangs["pods"], "eval-4g", "research")["status"]["phase"] = "Succeeded"
+    verdict = _answer(gangs, "train/moe-train-2")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "GPU-wise gang-h100-b1, gang-h100-b2, gang-h100-b3 fit now; the scheduler's last word is"
+        " only about GPUs, taints or selectors, so the cluster has changed since and it will"
+        " retry by itself. If the pod stays Pending, check that default-scheduler is running.")
+
 def test_a_claim_gpuwhy_does_not_judge_leaves_the_scheduler_s_word() -> None:
     # dra-basics' vision/pinned-a without its nodeSelector fits dra-a100-2 and dra-l4-1; a
     # matchAttribute constraint on its claim is not modelled, so "cannot allocate all claims"
