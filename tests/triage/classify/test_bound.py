@@ -249,3 +249,18 @@ def test_a_warning_from_another_component_and_an_unset_phase(lists: Lists) -> No
         "research/ok is bound to gpu-a100-1 (phase Pending). Nothing is wrong at scheduling"
         " level: look at the pod's logs and container statuses.")
     assert _evidence(verdict) == [BOUND, (POD, "status.phase", "Pending")]
+
+
+def test_a_cut_that_ends_on_the_separator_drops_it_from_the_sentence(lists: Lists) -> None:
+    # said = "FailedMount: " (13) + the message, cut at 300: here the cut falls just after
+    # " : ", which the sentence leaves out and the evidence keeps.
+    head = ('MountVolume.SetUp failed for volume "nfs-data" : mount failed: exit status 32,'
+            " mounting nfs.example.com:/exports/")
+    path = "d" * (300 - 13 - len(head) - 3)
+    _pod(lists)["status"] = {"phase": "Pending"}
+    _event(lists, "FailedMount", f"{head}{path} : access denied by server")
+    verdict = _answer(lists)
+    assert verdict.action == (
+        "research/ok is bound to gpu-a100-1 (phase Pending): scheduling is done, but the kubelet"
+        f" says FailedMount: {head}{path}. Fix what it names.")
+    assert _evidence(verdict)[-1] == (POD, "event FailedMount", f"FailedMount: {head}{path} : ")
