@@ -111,3 +111,34 @@ def test_two_gpu_resources_both_too_large() -> None:
     assert _evidence(verdict)[:2] == [
         ("Pod lab/mig-pod", "effective request nvidia.com/gpu", "2"),
         ("Node/gpu-mig-1", "status.allocatable[nvidia.com/gpu]", short)]
+
+
+def test_a_node_without_the_second_resource_shows_the_first_one_s_capacity() -> None:
+    # gpu-a100-2 (pool a100) has 4 nvidia.com/gpu and no nvidia.com/mig-1g.10gb
+    lists = _mig_pod("1", "2")
+    find(lists["pods"], "mig-pod", "lab")["spec"]["nodeSelector"] = {"pool": "a100"}
+    verdict = _answer(lists, "lab/mig-pod")
+    assert verdict.cause == "no-gpu-node"
+    assert _evidence(verdict)[0] == ("Node/gpu-a100-2", "status.capacity[nvidia.com/gpu]", "4")
+    assert {n.name: n.detail for n in verdict.nodes}["gpu-a100-2"] == (
+        "no nvidia.com/mig-1g.10gb in status.capacity")
+
+
+def test_two_nodes_that_offer_none_of_their_gpus() -> None:
+    # seven-states' research/broken-node (pool v100-broken: gpu-v100-broken, 4 GPUs,
+    # allocatable 0), with gpu-a10-full relabelled into that pool and its allocatable 0 too
+    lists = load_lists("seven-states")
+    node = find(lists["nodes"], "gpu-a10-full")
+    node["metadata"]["labels"]["pool"] = "v100-broken"
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+    verdict = _answer(lists, "research/broken-node")
+    assert (verdict.cause, verdict.action) == (
+        "allocatable-zero",
+        "gpu-a10-full: nvidia.com/gpu capacity 2, allocatable 0; gpu-v100-broken: nvidia.com/gpu"
+        " capacity 4, allocatable 0. The GPUs exist but the node offers none: repair the node"
+        " (driver, device plugin, validator); adding nodes won't help.")
+    assert _evidence(verdict)[:2] == [
+        ("Node/gpu-a10-full", "status.allocatable[nvidia.com/gpu]",
+         "nvidia.com/gpu capacity 2, allocatable 0"),
+        ("Node/gpu-v100-broken", "status.allocatable[nvidia.com/gpu]",
+         "nvidia.com/gpu capacity 4, allocatable 0")]
