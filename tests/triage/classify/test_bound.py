@@ -264,3 +264,17 @@ def test_a_cut_that_ends_on_the_separator_drops_it_from_the_sentence(lists: List
         "research/ok is bound to gpu-a100-1 (phase Pending): scheduling is done, but the kubelet"
         f" says FailedMount: {head}{path}. Fix what it names.")
     assert _evidence(verdict)[-1] == (POD, "event FailedMount", f"FailedMount: {head}{path} : ")
+
+
+@pytest.mark.parametrize("phase", ["Running", "Succeeded"])
+def test_a_started_pod_s_old_warnings_are_history(lists: Lists, phase: str) -> None:
+    # its containers started: the sandbox error and the kubelet's warning came before
+    _pod(lists)["status"]["phase"] = phase
+    _event(lists, "FailedCreatePodSandBox", NO_RUNTIME)
+    _event(lists, "FailedMount", 'MountVolume.SetUp failed for volume "data" : configmap'
+           ' "train-config" not found', at="2026-11-30T12:53:00Z")
+    verdict = _answer(lists)
+    assert (verdict.cause, verdict.action) == (
+        "scheduled",
+        f"research/ok is bound to gpu-a100-1 (phase {phase}). Nothing is wrong at scheduling"
+        " level: look at the pod's logs and container statuses.")

@@ -228,3 +228,23 @@ def test_an_incomplete_pod_group_whose_workload_is_gone(gangs: Lists) -> None:
         " llama-pretrain-1, llama-pretrain-2) name it. GPU-wise the gang would fit, but"
         " kube-scheduler holds its pods back before any scheduling attempt until 4 exist (no"
         " event, no PodScheduled condition). Create the missing 1 pod, or lower minCount.")
+
+
+@pytest.mark.parametrize(("relabelled", "min_count", "taking"), [
+    # pool h100-b as recorded: four nodes of 8 GPUs, all named
+    ((), 5, "gang-h100-b1: 1, gang-h100-b2: 1, gang-h100-b3: 1, gang-h100-b4: 1"),
+    # gang-a100-1 moved into pool h100-b: five nodes, the fifth counted
+    (("gang-a100-1",), 6, "gang-a100-1: 1, gang-h100-b1: 1, gang-h100-b2: 1, gang-h100-b3: 1"
+                          " +1 more"),
+])
+def test_the_nodes_a_too_large_gang_could_use_are_named_up_to_four(
+        gangs: Lists, relabelled: tuple[str, ...], min_count: int, taking: str) -> None:
+    for name in relabelled:
+        find(gangs["nodes"], name)["metadata"]["labels"]["pool"] = "h100-b"
+    find(gangs["gangs"], "moe-train-workers", "train")["spec"]["schedulingPolicy"]["gang"][
+        "minCount"] = min_count
+    verdict = _answer(gangs, "train/moe-train-0")
+    assert verdict.cause == "too-large"
+    assert (f"could hold only {min_count - 1} of them even with every GPU free ({taking}). The"
+            f" scheduler binds none of the gang until {min_count} fit together") in verdict.action
+    assert {n.name: n.outcome for n in verdict.nodes}["gang-h100-b1"] == "fit"
