@@ -278,3 +278,16 @@ def test_a_started_pod_s_old_warnings_are_history(lists: Lists, phase: str) -> N
         "scheduled",
         f"research/ok is bound to gpu-a100-1 (phase {phase}). Nothing is wrong at scheduling"
         " level: look at the pod's logs and container statuses.")
+
+
+def test_a_node_that_reports_no_runtime_handlers_is_not_judged_on_them(lists: Lists) -> None:
+    # kubelets before 1.30 write no status.runtimeHandlers: nothing to compare with
+    del find(lists["nodes"], "gpu-a100-1")["status"]["runtimeHandlers"]
+    pod = _pod(lists)
+    pod["spec"]["runtimeClassName"] = "runc-gpu"
+    pod["status"] = {"phase": "Pending"}
+    verdict = _answer(lists)
+    assert (verdict.cause, verdict.action) == (
+        "scheduled",
+        "research/ok is bound to gpu-a100-1 (phase Pending). Nothing is wrong at scheduling"
+        " level: look at the pod's logs and container statuses.")
