@@ -167,10 +167,19 @@ def test_a_jobs_failed_create_is_what_keeps_the_rest_from_being_created(
                            "uid": "job-uid"},
         "message": refused, "lastTimestamp": "2026-12-01T20:50:00Z"})
     verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
-    assert verdict.cause == "other-constraint"
-    assert f"Job train/llama-pretrain cannot create them: {refused}" in verdict.action
-    assert any(e.object == "Job train/llama-pretrain" and e.field == "event FailedCreate"
-               for e in verdict.evidence)
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "gang incomplete: PodGroup train/llama-pretrain-workers (Workload llama-pretrain) has"
+        " gang minCount 4, only 3 pods (llama-pretrain-0, llama-pretrain-1, llama-pretrain-2)"
+        " name it. GPU-wise the gang would fit, but kube-scheduler holds its pods back before"
+        " any scheduling attempt until 4 exist (no event, no PodScheduled condition). Job"
+        f" train/llama-pretrain cannot create them: {refused}. Create the missing 1 pod, or"
+        " lower minCount.")
+    assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
+        ("PodGroup train/llama-pretrain-workers", "spec.schedulingPolicy.gang.minCount", "4"),
+        ("Pod train/llama-pretrain-0", "spec.schedulingGroup.podGroupName",
+         "llama-pretrain-workers"),
+        ("Job train/llama-pretrain", "event FailedCreate", refused)]
 
 
 def test_a_ref_naming_the_job_answers_for_its_gang(gangs: Lists,

@@ -151,36 +151,6 @@ def test_a_full_quota_keeps_the_last_gang_pod_from_being_created(gangs: Lists) -
         ("ResourceQuota train/gpus", "requests.nvidia.com/gpu", "hard 40, used 40")]
 
 
-def test_the_owning_job_s_failed_create_is_quoted(gangs: Lists) -> None:
-    gangs["workloads"].append({
-        "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": "llama-pretrain", "namespace": "train", "uid": "job-uid"},
-        "spec": {"parallelism": 4, "completions": 4, "completionMode": "Indexed",
-                 "template": {"spec": {"containers": []}}}})
-    find(gangs["gangs"], "llama-pretrain", "train")["metadata"]["ownerReferences"] = [
-        {"apiVersion": "batch/v1", "kind": "Job", "name": "llama-pretrain", "uid": "job-uid",
-         "controller": True}]
-    refused = ('Error creating: pods "llama-pretrain-3" is forbidden: exceeded quota: gpus,'
-               " requested: requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=24,"
-               " limited: requests.nvidia.com/gpu=24")
-    gangs["events"].append({
-        "apiVersion": "v1", "kind": "Event", "reason": "FailedCreate", "type": "Warning",
-        "metadata": {"name": "llama-pretrain.1", "namespace": "train"},
-        "involvedObject": {"kind": "Job", "namespace": "train", "name": "llama-pretrain",
-                           "uid": "job-uid"},
-        "message": refused, "lastTimestamp": "2026-12-01T20:50:00Z"})
-    verdict = _answer(gangs, "train/llama-pretrain-0")
-    assert verdict.action == (
-        f"gang incomplete: {LLAMA} has gang minCount 4, only 3 pods (llama-pretrain-0,"
-        " llama-pretrain-1, llama-pretrain-2) name it. GPU-wise the gang would fit, but"
-        " kube-scheduler holds its pods back before any scheduling attempt until 4 exist (no"
-        f" event, no PodScheduled condition). Job train/llama-pretrain cannot create them:"
-        f" {refused}. Create the missing 1 pod, or lower minCount.")
-    assert _evidence(verdict) == [
-        *_gang_evidence("llama-pretrain-workers", "llama-pretrain-0", 4),
-        ("Job train/llama-pretrain", "event FailedCreate", refused)]
-
-
 MOE_EXHAUSTED = (
     f"{MOE} needs 4 pods × 8 nvidia.com/gpu at once (gang minCount 4): 3 of 4 gang pods fit now"
     " (gang-h100-b1: 1, gang-h100-b2: 1, gang-h100-b3: 1); gang-h100-b4 has 4/8 nvidia.com/gpu"
