@@ -90,8 +90,16 @@ def test_a_quota_keeping_the_rest_from_being_created_is_named(
         "status": {"hard": {"requests.nvidia.com/gpu": "40"},
                    "used": {"requests.nvidia.com/gpu": "40"}}}]
     verdict = _triage(to_snapshot(gangs), "train/llama-pretrain-0")
-    assert verdict.cause == "other-constraint"
-    assert "ResourceQuota train/gpus leaves no room for another" in verdict.action
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "gang incomplete: PodGroup train/llama-pretrain-workers (Workload llama-pretrain) has"
+        " gang minCount 4, only 3 pods (llama-pretrain-0, llama-pretrain-1, llama-pretrain-2)"
+        " name it. GPU-wise the gang would fit, but kube-scheduler holds its pods back before"
+        " any scheduling attempt until 4 exist (no event, no PodScheduled condition)."
+        " ResourceQuota train/gpus leaves no room for another: requests.nvidia.com/gpu hard 40,"
+        " used 40, one pod asks 8. Create the missing 1 pod, or lower minCount.")
+    assert [(e.object, e.field, e.value) for e in verdict.evidence][-1] == (
+        "ResourceQuota train/gpus", "requests.nvidia.com/gpu", "hard 40, used 40")
 
 
 def test_a_missing_pod_group_is_named(gangs: Lists, to_snapshot: ToSnapshot) -> None:

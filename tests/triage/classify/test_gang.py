@@ -130,27 +130,6 @@ def test_an_incomplete_gang_missing_several_pods(gangs: Lists) -> None:
     assert _evidence(verdict) == _gang_evidence("llama-pretrain-workers", "llama-pretrain-0", 4)
 
 
-def test_a_full_quota_keeps_the_last_gang_pod_from_being_created(gangs: Lists) -> None:
-    gangs["resourcequotas"] = [{
-        "apiVersion": "v1", "kind": "ResourceQuota",
-        "metadata": {"name": "gpus", "namespace": "train"},
-        "spec": {"hard": {"requests.nvidia.com/gpu": "40"}},
-        "status": {"hard": {"requests.nvidia.com/gpu": "40"},
-                   "used": {"requests.nvidia.com/gpu": "40"}}}]
-    verdict = _answer(gangs, "train/llama-pretrain-0")
-    assert (verdict.cause, verdict.action) == (
-        "other-constraint",
-        f"gang incomplete: {LLAMA} has gang minCount 4, only 3 pods (llama-pretrain-0,"
-        " llama-pretrain-1, llama-pretrain-2) name it. GPU-wise the gang would fit, but"
-        " kube-scheduler holds its pods back before any scheduling attempt until 4 exist (no"
-        " event, no PodScheduled condition). ResourceQuota train/gpus leaves no room for"
-        " another: requests.nvidia.com/gpu hard 40, used 40, one pod asks 8. Create the missing"
-        " 1 pod, or lower minCount.")
-    assert _evidence(verdict) == [
-        *_gang_evidence("llama-pretrain-workers", "llama-pretrain-0", 4),
-        ("ResourceQuota train/gpus", "requests.nvidia.com/gpu", "hard 40, used 40")]
-
-
 MOE_EXHAUSTED = (
     f"{MOE} needs 4 pods × 8 nvidia.com/gpu at once (gang minCount 4): 3 of 4 gang pods fit now"
     " (gang-h100-b1: 1, gang-h100-b2: 1, gang-h100-b3: 1); gang-h100-b4 has 4/8 nvidia.com/gpu"
