@@ -13,7 +13,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter
 from slack_sdk import WebClient
 
 from bot.alerts.poster import AlertPoster
@@ -21,6 +20,7 @@ from bot.alerts.store import AlertStore
 from bot.alerts.watch import StuckPodWatch
 from bot.alerts.webhook import WebhookSender
 from bot.config import BotConfig
+from bot.config.load import config_schema
 from bot.slack.listeners.state import BotState
 from bot.store import Store
 from bot.web.metrics import REGISTRY
@@ -41,7 +41,7 @@ TRAINER_PODS = ("trainer-6f9d8c7b5-4xk2p", "trainer-6f9d8c7b5-9zq7w", "trainer-6
 
 def settings(data: dict[str, Any]) -> BotConfig:
     """A configuration checked by the schema, as `gpuwhy serve` loads it."""
-    return TypeAdapter(BotConfig).validate_python(data)
+    return config_schema().validate_python(data)
 
 
 class Counted:

@@ -11,17 +11,13 @@ import os
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-from pydantic import (
-    TypeAdapter,
-    ValidationError,
-)
-from pydantic_core import ErrorDetails
-
-from bot.config.keys import DuplicateKeyError, UniqueKeyLoader, did_you_mean, unique_keys
 from bot.config.schema import BotConfig, ChannelAccess, ConfigError
+
+if TYPE_CHECKING:  # pydantic and YAML are loaded only for a config to read and check
+    from pydantic import TypeAdapter
+    from pydantic_core import ErrorDetails
 
 ENVIRONMENT = {  # variable -> the config key it sets (the variable wins over the file)
     "GPUWHY_CLUSTER": "cluster",
@@ -37,9 +33,14 @@ MAX_SHOWN_VALUE = 60
 
 
 @cache
-def _schema() -> TypeAdapter[BotConfig]:
+def config_schema() -> TypeAdapter[BotConfig]:
     """Built when there is something to check: building it takes longer than the rest of a
-    cold `gpuwhy triage` of a small cluster."""
+    cold `gpuwhy triage` of a small cluster, and importing pydantic with the value types of
+    bot.config.checks costs 0.11 s of CPU, a fifth of that triage's start-up."""
+    from pydantic import TypeAdapter
+
+    import bot.config.checks  # noqa: F401  (the types the schema's annotations name)
+
     return TypeAdapter(BotConfig)
 
 
@@ -54,8 +55,11 @@ def load_config(environ: Mapping[str, str] | None = None) -> BotConfig:
     from_env = _apply_environment(data, env)
     if not data:  # no file and no variable: the defaults, valid by construction (tests pin it)
         return BotConfig()
+    schema = config_schema()
+    from pydantic import ValidationError
+
     try:
-        config = _schema().validate_python(data)
+        config = schema.validate_python(data)
     except ValidationError as exc:
         problems = dict.fromkeys(_describe(error, data, from_env) for error in exc.errors())
         raise ConfigError(f"config {path or '(environment)'}: {'; '.join(problems)}") from None
@@ -105,6 +109,8 @@ def _describe(error: ErrorDetails, data: object, from_env: Mapping[str, str]) ->
         return f"{'.'.join(loc[:-1])}: key {_shown(error['input'])}: {_reason(error)}"
     key = ".".join(loc) or "(top level)"
     if error["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
+        from bot.config.keys import did_you_mean
+
         return f"{key}: unknown key{did_you_mean(BotConfig, loc)}"
     if error["type"] in MISSING:
         return f"{key}: missing (required)"
@@ -175,6 +181,10 @@ def _shown(value: object) -> str:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    import yaml
+
+    from bot.config.keys import DuplicateKeyError, UniqueKeyLoader, unique_keys
+
     try:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text, object_pairs_hook=unique_keys) if path.suffix == ".json" \

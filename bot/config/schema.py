@@ -15,19 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING, Annotated
 
 import platformdirs
-from pydantic import (
-    AfterValidator,
-    BeforeValidator,
-    ConfigDict,
-    Discriminator,
-    Field,
-    Strict,
-    Tag,
-)
 
 from triage.config import (
     DEFAULT_GPU_DRIVERS,
@@ -38,8 +28,34 @@ from triage.config import (
 from triage.dcgm import DcgmLabels
 from triage.vocabulary import Cause
 
+if TYPE_CHECKING:  # at run time the annotations are strings, resolved when a config is checked
+    from pydantic import ConfigDict, Field, Strict
+
+    from bot.config.checks import (
+        ChannelId,
+        ChannelValue,
+        CheckedClusterSource,
+        ClusterName,
+        ClusterOrAll,
+        DriverName,
+        Duration,
+        EnvName,
+        HeaderLine,
+        HttpUrl,
+        Integer,
+        LabelKey,
+        LabelName,
+        Namespace,
+        PostChannel,
+        ResourceName,
+        Seconds,
+        Text,
+        Timezone,
+        WebhookURL,
+    )
+
 # Unknown keys are errors; numbers must be numbers (YAML's "9" is a string, not an hour).
-STRICT_SECTION = ConfigDict(extra="forbid", frozen=True)
+STRICT_SECTION: ConfigDict = {"extra": "forbid", "frozen": True}
 
 
 class ConfigError(ValueError):
@@ -51,54 +67,9 @@ def default_database_url() -> str:
     return f"sqlite:///{data_dir / 'gpuwhy.db'}"
 
 
-# Value types ------------------------------------------------------------------------------
+# Value types: made with pydantic in bot.config.checks, only when a config is checked -------
 
 
-def _matching(pattern: str, what: str) -> AfterValidator:
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not compiled.fullmatch(value):
-            raise ValueError(f"not {what}")
-        return value
-
-    return AfterValidator(check)
-
-
-def _timezone(name: str) -> str:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError("not an IANA timezone name (e.g. Europe/Berlin, UTC)") from None
-    return name
-
-
-Text = Annotated[str, Field(min_length=1)]
-Integer = Annotated[int, Strict()]
-# Slack ids: C… public, G… private (older), D… direct messages. Names ("#support") never match
-# the channel id Slack sends, so they would silently refuse every command.
-ChannelId = Annotated[str, _matching(r"[CGD][A-Z0-9]+", "a Slack channel id (C0123ABCD)")]
-# The digest and unasked answers are posted with chat.postMessage, which also takes a name.
-PostChannel = Annotated[str, _matching(r"[CGD][A-Z0-9]+|#[a-z0-9][-_a-z0-9]{0,79}",
-                                         "a Slack channel id (C0123ABCD) or #name")]
-Namespace = Annotated[str, _matching(r"\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
-                                     'a namespace name or "*"')]
-# An extended resource name (domain/name), glob patterns allowed: nvidia.com/mig-*.
-ResourceName = Annotated[str, _matching(r"[A-Za-z0-9*]([-A-Za-z0-9.*]*[A-Za-z0-9*])?"
-                                        r"/[A-Za-z0-9*]([-A-Za-z0-9_.*]*[A-Za-z0-9*])?",
-                                        "a resource name such as nvidia.com/gpu")]
-# A label key: an optional DNS-subdomain prefix and a name (karpenter.sh/nodepool, pool).
-LabelKey = Annotated[str, _matching(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?"
-                                    r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?",
-                                    "a label key such as pool or karpenter.sh/nodepool")]
-# A DRA driver name: a DNS subdomain, lower case (gpu.nvidia.com).
-DriverName = Annotated[str, _matching(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?",
-                                      "a DRA driver name such as gpu.nvidia.com")]
-Timezone = Annotated[str, AfterValidator(_timezone)]
-HttpUrl = Annotated[str, _matching(r"https?://[^\s/?#]+(/[^\s?#]*)?",
-                                   "an http:// or https:// URL without query")]
-LabelName = Annotated[str, _matching(r"[A-Za-z_][A-Za-z0-9_]*", "a Prometheus label name")]
-Seconds = Annotated[float, Strict(), Field(gt=0, le=60)]
 _DURATION = re.compile(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 
 
@@ -118,13 +89,6 @@ def parse_duration(value: object) -> timedelta:
         raise ValueError("must be more than 0")
     return timedelta(seconds=seconds)
 
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
-# "Name: value"; the value may hold ${ENV} references, read when the header is sent.
-HeaderLine = Annotated[str, _matching(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+:[ \t]*\S.*",
-                                      'a header line ("Name: value")')]
-WebhookURL = Annotated[str, _matching(r"https?://[^/\s?#]+([/?#]\S*)?", "an http(s) URL")]
-EnvName = Annotated[str, _matching(r"[A-Za-z_][A-Za-z0-9_]*", "an environment variable name")]
 
 
 # Sections -----------------------------------------------------------------------------------
@@ -200,23 +164,6 @@ class ClusterSource:
                 else "kubeconfig")
 
 
-def _one_source(source: ClusterSource) -> ClusterSource:
-    kinds = [kind for kind, given in (
-        ("kubeconfig/context", source.kubeconfig is not None or source.context is not None),
-        ("in_cluster", source.in_cluster), ("snapshot", source.snapshot is not None)) if given]
-    if len(kinds) != 1:
-        raise ValueError("give exactly one of kubeconfig (with context), in_cluster: true, "
-                         f"snapshot (found {', '.join(kinds) or 'none'})")
-    return source
-
-
-ClusterName = Annotated[str, _matching(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
-                                       "a cluster name (lower case letters, digits, -)")]
-ClusterOrAll = Annotated[str, _matching(r"\*|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?",
-                                        'a cluster name or "*"')]
-CheckedClusterSource = Annotated[ClusterSource, AfterValidator(_one_source)]
-
-
 @dataclass(frozen=True)
 class ChannelAccess:
     """What one channel may ask about: ``cluster`` is its default (and, unless ``clusters``
@@ -233,14 +180,6 @@ class ChannelAccess:
         return self.cluster is None or name == self.cluster
 
 
-def _channel_shape(value: object) -> str:
-    return "access" if isinstance(value, dict | ChannelAccess) else "namespaces"
-
-
-# A channel's value: its namespaces as a list (any cluster), or a ChannelAccess mapping.
-ChannelValue = Annotated[
-    Annotated[tuple[Namespace, ...], Tag("namespaces")] | Annotated[ChannelAccess, Tag("access")],
-    Discriminator(_channel_shape)]
 EVERY_CHANNEL = ChannelAccess()
 
 
