@@ -18,7 +18,6 @@ from bot.cli.program import finish
 from bot.clusters.sources import LiveSource, SnapshotSource, TriageSource, configured_name
 from bot.clusters.telemetry import add_prometheus_option, prometheus_settings, with_prometheus
 from bot.config import BotConfig, ConfigError, load_config
-from bot.web.metrics import ANSWERS
 from scoring.verdict import Verdict
 from triage.errors import ClusterError
 from triage.refs import RefError, parse_ref
@@ -113,7 +112,6 @@ def run_triage(args: argparse.Namespace) -> int:
     if isinstance(answered, int):
         return answered
     source, verdict = answered
-    ANSWERS.labels(verdict.cause, CLI_SOURCE).inc()
     if args.format == "json":
         print(json.dumps(verdict.to_dict(), indent=2, ensure_ascii=False))
     else:
@@ -179,7 +177,7 @@ def source_from(args: argparse.Namespace, config: BotConfig, cluster: str | None
         return SnapshotSource(args.snapshot, config.triage, namespace=namespace)
     return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config.triage,
                       cluster=configured_name(config), page_size=args.page_size,
-                      timeout=args.request_timeout)
+                      timeout=args.request_timeout, counted=False)
 
 
 def demo_directory() -> Path:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from bot.config import BotConfig
-from bot.web.metrics import TRIAGE_SECONDS, CacheReading, count_kubernetes_requests
 from scoring.objects import K8sObject
 from scoring.summary import log_lines
 from scoring.verdict import Verdict
@@ -25,6 +25,8 @@ from triage.snapshot import Snapshot, parse_rfc3339
 
 if TYPE_CHECKING:  # the kubernetes client is loaded only by the sources that talk to a cluster
     from kubernetes.client import ApiClient
+
+    from bot.web.metrics import CacheReading
 
 log = logging.getLogger("gpuwhy.triage")
 
@@ -52,16 +54,32 @@ def configured_name(config: BotConfig) -> str:
     return "" if config.cluster == BotConfig.cluster else config.cluster
 
 
-def answered(reader: str, answer: Callable[[], Verdict]) -> Verdict:
-    """Run one triage, timed per reader (gpuwhy_triage_duration_seconds), and log the per-node
-    facts at the two levels of HAMi's event-log proposal, with pod and node on every line:
-    INFO NodeUnfitPod / NodeFitPod, DEBUG one line per device."""
-    with TRIAGE_SECONDS.labels(reader).time(), one_answer():
+def answered(reader: str, answer: Callable[[], Verdict], *, timed: bool = True) -> Verdict:
+    """Run one triage, timed per reader (gpuwhy_triage_duration_seconds) unless not ``timed``,
+    and log the per-node facts at the two levels of HAMi's event-log proposal, with pod and
+    node on every line: INFO NodeUnfitPod / NodeFitPod, DEBUG one line per device."""
+    with _timed(reader) if timed else nullcontext(), one_answer():
         verdict = answer()
     if log.isEnabledFor(logging.INFO):  # a line per node: 5,000 of them, unless -v
         for level, line in log_lines(verdict.ref, verdict.nodes):
             log.log(level, line)
     return verdict
+
+
+@contextmanager
+def _timed(reader: str) -> Iterator[None]:
+    from bot.web.metrics import TRIAGE_SECONDS  # the metrics (prometheus_client) when kept
+
+    with TRIAGE_SECONDS.labels(reader).time():
+        yield
+
+
+def metered(api_client: ApiClient) -> ApiClient:
+    """The client, its requests counted in gpuwhy_kubernetes_requests_total."""
+    from bot.web.metrics import count_kubernetes_requests
+
+    counted: ApiClient = count_kubernetes_requests(api_client)
+    return counted
 
 
 class SnapshotSource:
@@ -103,14 +121,18 @@ class LiveSource:
     account), or from a ready ``api_client``. Raises ClusterError when that fails. Only
     non-terminated pods are listed (see triage.cluster), so an answer never names finished
     pods that "hold nothing"; otherwise it equals the answer from a dump of the cluster.
+    ``counted``: its requests and triage times go to gpuwhy's metrics; a one-shot ``gpuwhy
+    triage`` has no /metrics to show them, and spares loading them (prometheus_client).
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
                  config: TriageConfig = DEFAULT_CONFIG, *, api_client: ApiClient | None = None,
                  cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
-                 timeout: float = DEFAULT_TIMEOUT) -> None:
-        self.api_client = count_kubernetes_requests(
-            api_client or kube.load_api_client(kubeconfig, context))
+                 timeout: float = DEFAULT_TIMEOUT, counted: bool = True) -> None:
+        self.api_client = api_client or kube.load_api_client(kubeconfig, context)
+        if counted:
+            self.api_client = metered(self.api_client)
+        self.counted = counted
         self.cluster = cluster or kube.server_url(self.api_client)
         self.config = config
         self.page_size = page_size
@@ -125,7 +147,7 @@ class LiveSource:
                                         lambda snapshot: triage(snapshot, ref, self.config),
                                         self.page_size, self.timeout, self.cluster)
 
-        return answered("live", answer)
+        return answered("live", answer, timed=self.counted)
 
     def cluster_snapshot(self) -> Snapshot:
         with bulk_parse(freeze=False):
@@ -151,8 +173,7 @@ class WatchSource:
                  cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
                  timeout: float = DEFAULT_TIMEOUT, watch_seconds: int = 300,
                  retry_delay: float = 2.0, stale_after: float = 120.0) -> None:
-        api_client = count_kubernetes_requests(api_client or kube.load_api_client(kubeconfig,
-                                                                             context))
+        api_client = metered(api_client or kube.load_api_client(kubeconfig, context))
         self.cluster = cluster or kube.server_url(api_client)
         self.config = config
         self.stale_after = stale_after
@@ -186,6 +207,8 @@ class WatchSource:
                 f"(more than {self.stale_after:g} s)")
 
     def cache_reading(self) -> CacheReading:
+        from bot.web.metrics import CacheReading
+
         return CacheReading(self.cache.age(), self.cache.counts())
 
     def wait_ready(self, timeout: float) -> bool:

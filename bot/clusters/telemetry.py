@@ -19,7 +19,6 @@ from datetime import datetime
 
 from bot.clusters.sources import TriageSource
 from bot.config import ENVIRONMENT, BotConfig, PrometheusConfig
-from bot.web.metrics import PROMETHEUS_QUERIES
 from scoring.verdict import Verdict
 from triage.classify.capacity import CapacityView, with_idle_held
 from triage.dcgm import (
@@ -116,6 +115,8 @@ class PrometheusClient:
             answers = {f: answers[f] for f in FAMILIES if f in answers}
             failures = {f: failures[f] for f in FAMILIES if f in failures}
         late = [f for f in FAMILIES if f not in answers and f not in failures]
+        from bot.web.metrics import PROMETHEUS_QUERIES  # loaded where Prometheus is asked
+
         for family in FAMILIES:
             result = "ok" if family in answers else "failed" if family in failures else "late"
             PROMETHEUS_QUERIES.labels(family.name, result).inc()

@@ -93,10 +93,12 @@ log = logging.getLogger(__name__)
 # nodes has only those nodes' pods read, one field-selected list per node (POD_READERS at a
 # time); a larger share: the paged list of every non-terminated pod. Measured at 5,000 nodes
 # / 150,000 pods against tests/kubeapi.py (which indexes pods by node, as kube-apiserver's
-# watch cache does), 2026-12-01, load average 7: the pods of 50 / 250 / 500 / 1,000 nodes
-# took 0.08 / 0.65 / 0.83 / 1.67 s (1.5-2.6 ms a node), the paged list 6.8-9.7 s beside
-# each: the two cost the same at 59-127 % of the nodes. A quarter stays well below that, as
-# each node's list is one more request against the API server's fairness share.
+# watch cache does), 2026-12-02, load average 11-12, the paged list read ahead: the pods of
+# 50 / 250 / 500 / 1,000 / 1,250 nodes took 0.07 / 0.3 / 0.8 / 1.4-3.2 / 2.2-2.4 s (1.4-2.9
+# ms and 0.8 ms of CPU a node), the paged list 10.2-13.0 s (2.3-3.2 s of CPU) beside them: the
+# two cost the same CPU at about 58 % of the nodes, the same time past all of them. A quarter
+# stays well below that, as each node's list is one more request against the API server's
+# fairness share.
 PINNED_SHARE = 0.25
 POD_READERS = 8
 # Nodes beyond the pinned ones whose pods an answer may still ask for (a node elsewhere with

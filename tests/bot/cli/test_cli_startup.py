@@ -1,12 +1,14 @@
 """A command imports only what it uses: `gpuwhy --help` loads no command module, `gpuwhy triage
 --snapshot` no store, kubernetes client or Slack, a live `gpuwhy triage` of a pending GPU pod no
-store, Slack, CEL interpreter or fuzzy matching."""
+store, Slack, CEL interpreter, fuzzy matching or metrics, and the default config no pydantic or
+YAML."""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +23,9 @@ from tests.paths import REPO
 
 HEAVY = ("sqlalchemy", "alembic", "kubernetes", "slack_sdk", "slack_bolt")
 # What a live answer without DRA or a typo does without (CEL: DRA selectors; rapidfuzz: "did
-# you mean").
-LIVE_UNUSED = ("sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "celpy", "rapidfuzz")
+# you mean"; prometheus_client: the metrics, which a one-shot command has no /metrics for).
+LIVE_UNUSED = ("sqlalchemy", "alembic", "slack_sdk", "slack_bolt", "celpy", "rapidfuzz",
+               "prometheus_client")
 # Each command's own module, and the option types they share.
 COMMAND_MODULES = {command.module for command in COMMANDS.values()} | {"bot.cli.options"}
 PROBE = """
@@ -37,11 +40,11 @@ print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r}
 """
 
 
-def loaded_by(*argv: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
-    probe = PROBE.format(heavy=set(heavy), commands=COMMAND_MODULES)
-    done = subprocess.run([sys.executable, "-c", probe, *argv],
-                          capture_output=True, text=True, check=True,
-                          cwd=REPO)
+def loaded_by(*argv: str, heavy: tuple[str, ...] = HEAVY, probe: str = PROBE,
+              env: dict[str, str] | None = None) -> list[str]:
+    done = subprocess.run([sys.executable, "-c",
+                           probe.format(heavy=set(heavy), commands=COMMAND_MODULES), *argv],
+                          capture_output=True, text=True, check=True, cwd=REPO, env=env)
     loaded: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
     return loaded
 
@@ -70,6 +73,27 @@ def test_live_triage_loads_no_store_slack_cel_or_fuzzy_matching(tmp_path: Path) 
                            heavy=LIVE_UNUSED)
         assert api.count() >= 3  # it did read the cluster
     assert loaded == ["bot.cli.options", "bot.cli.triage"]
+
+
+CONFIG_PROBE = """
+import json, os, sys
+from bot.config import load_config
+print(load_config().cluster)
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in {heavy!r})))
+"""
+
+
+def test_the_default_config_loads_no_pydantic_or_yaml() -> None:
+    """Only a config file or variable to check loads them (pydantic, YAML, the value types)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPUWHY_")}
+    assert loaded_by(heavy=("pydantic", "yaml"), probe=CONFIG_PROBE, env=environ) == []
+
+
+def test_a_config_variable_is_checked_with_pydantic() -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GPUWHY_")}
+    loaded = loaded_by(heavy=("pydantic", "bot"), probe=CONFIG_PROBE,
+                       env=environ | {"GPUWHY_CLUSTER": "prod"})
+    assert {"pydantic", "bot.config.checks"} <= set(loaded)
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
