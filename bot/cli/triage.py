@@ -177,7 +177,7 @@ def source_from(args: argparse.Namespace, config: BotConfig, cluster: str | None
         return SnapshotSource(args.snapshot, config.triage, namespace=namespace)
     return LiveSource(kubeconfig=args.kubeconfig, context=args.context, config=config.triage,
                       cluster=configured_name(config), page_size=args.page_size,
-                      timeout=args.request_timeout, counted=False)
+                      timeout=args.request_timeout, one_shot=True)
 
 
 def demo_directory() -> Path:

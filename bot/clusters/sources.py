@@ -121,18 +121,20 @@ class LiveSource:
     account), or from a ready ``api_client``. Raises ClusterError when that fails. Only
     non-terminated pods are listed (see triage.cluster), so an answer never names finished
     pods that "hold nothing"; otherwise it equals the answer from a dump of the cluster.
-    ``counted``: its requests and triage times go to gpuwhy's metrics; a one-shot ``gpuwhy
-    triage`` has no /metrics to show them, and spares loading them (prometheus_client).
+    ``one_shot``: the process answers once and ends (``gpuwhy triage``). Its requests and
+    triage time are not counted (it has no /metrics to show them, and spares loading
+    prometheus_client), and what the read made is frozen when the answer is out rather than
+    walked by the collector: at 150,000 pods that collection alone took 0.5 s of CPU.
     """
 
     def __init__(self, kubeconfig: str | None = None, context: str | None = None,
                  config: TriageConfig = DEFAULT_CONFIG, *, api_client: ApiClient | None = None,
                  cluster: str = "", page_size: int = DEFAULT_PAGE_SIZE,
-                 timeout: float = DEFAULT_TIMEOUT, counted: bool = True) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, one_shot: bool = False) -> None:
         self.api_client = api_client or kube.load_api_client(kubeconfig, context)
-        if counted:
+        if not one_shot:
             self.api_client = metered(self.api_client)
-        self.counted = counted
+        self.one_shot = one_shot
         self.cluster = cluster or kube.server_url(self.api_client)
         self.config = config
         self.page_size = page_size
@@ -142,12 +144,12 @@ class LiveSource:
         def answer() -> Verdict:
             # The collector stays off through the first triage too: it indexes the fresh
             # snapshot, and a collection would walk every young object the read just made.
-            with bulk_parse(freeze=False):
+            with bulk_parse(freeze=self.one_shot):
                 return kube.answer_cold(self.api_client, ref,
                                         lambda snapshot: triage(snapshot, ref, self.config),
                                         self.page_size, self.timeout, self.cluster)
 
-        return answered("live", answer, timed=self.counted)
+        return answered("live", answer, timed=not self.one_shot)
 
     def cluster_snapshot(self) -> Snapshot:
         with bulk_parse(freeze=False):

@@ -3,6 +3,7 @@ writes, digest posts; readings of live objects appear only while registered."""
 
 from __future__ import annotations
 
+import gc
 import time
 import urllib.request
 from datetime import datetime
@@ -176,6 +177,23 @@ def test_kubernetes_requests_are_counted_by_resource_and_code(tmp_path: Path) ->
         # the second (403) and third (reset: no status) time.
         assert moved("nodes", "200") == 1 and moved("nodes", "403") == 1
         assert moved("nodes", "0") == 1 and moved("pods", "200") >= 3
+
+
+def test_a_one_shot_source_counts_nothing_and_freezes_what_it_read(tmp_path: Path) -> None:
+    """`gpuwhy triage`'s source: no metrics move, and the objects its read made are frozen
+    (the process ends next) instead of walked by a collection."""
+    with FakeKubeAPI(SEVEN) as api:
+        client = load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig")))
+        source = LiveSource(api_client=client, one_shot=True)
+        assert source.api_client is client  # not wrapped for counting
+        requests = sample("gpuwhy_kubernetes_api_requests_total", resource="pods", code="200")
+        timed = sample("gpuwhy_triage_duration_seconds_count", reader="live")
+        frozen = gc.get_freeze_count()
+        assert source.triage(PodRef("research", "full")).cause == "exhausted"
+        assert api.count() >= 3  # it did read the cluster
+    assert sample("gpuwhy_kubernetes_api_requests_total", resource="pods", code="200") == requests
+    assert sample("gpuwhy_triage_duration_seconds_count", reader="live") == timed
+    assert gc.get_freeze_count() > frozen
 
 
 def test_metrics_move_after_a_slash_command(tmp_path: Path, slack: FakeSlack) -> None:
