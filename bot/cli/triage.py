@@ -170,7 +170,7 @@ def source_from(args: argparse.Namespace, config: BotConfig, cluster: str | None
 
         try:
             return build_fleet(config, watch=False, only=cluster, page_size=args.page_size,
-                               timeout=args.request_timeout).source()
+                               timeout=args.request_timeout, one_shot=True).source()
         except UnknownClusterError as exc:
             raise UsageError(str(exc)) from exc
     if args.snapshot:

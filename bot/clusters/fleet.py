@@ -132,7 +132,8 @@ def _is_ref(text: str) -> bool:
 # -- building the registry from the configuration (I/O: kubeconfigs, dump directories) --------
 
 def _build_one(name: str, where: ClusterSource, triage_config: TriageConfig, *, watch: bool,
-               page_size: int, timeout: float, stale_after: float) -> TriageSource:
+               page_size: int, timeout: float, stale_after: float,
+               one_shot: bool) -> TriageSource:
     """One cluster's source; a cluster that cannot be set up becomes an UnavailableSource."""
     try:
         if where.snapshot is not None:
@@ -144,7 +145,7 @@ def _build_one(name: str, where: ClusterSource, triage_config: TriageConfig, *, 
                                page_size=page_size, timeout=timeout,
                                stale_after=stale_after).start()
         return LiveSource(config=triage_config, api_client=api_client, cluster=name,
-                          page_size=page_size, timeout=timeout)
+                          page_size=page_size, timeout=timeout, one_shot=one_shot)
     except (ClusterError, SnapshotError) as exc:
         log.warning("cluster %s (%s) is unavailable: %s", name, where.kind, exc)
         return UnavailableSource(name, str(exc))
@@ -152,16 +153,19 @@ def _build_one(name: str, where: ClusterSource, triage_config: TriageConfig, *, 
 
 def build_fleet(config: BotConfig, *, watch: bool, page_size: int = DEFAULT_PAGE_SIZE,
                 timeout: float = DEFAULT_TIMEOUT,
-                only: str | None = None) -> Fleet:
+                only: str | None = None, one_shot: bool = False) -> Fleet:
     """The configured clusters (``only``: just that one), set up in parallel: reading a large
-    dump or a slow kubeconfig does not hold the others back, and none failing stops them."""
+    dump or a slow kubeconfig does not hold the others back, and none failing stops them.
+    ``one_shot``: for a process that answers once (``gpuwhy triage --cluster``), the live
+    sources are LiveSource(one_shot=True)."""
     wanted = {name: where for name, where in config.clusters.items()
               if only is None or name == only}
     if only is not None and not wanted:
         raise UnknownClusterError(only, config.clusters)
     def build(item: tuple[str, ClusterSource]) -> TriageSource:
         return _build_one(*item, config.triage, watch=watch, page_size=page_size,
-                          timeout=timeout, stale_after=config.watch.stale_after_seconds)
+                          timeout=timeout, stale_after=config.watch.stale_after_seconds,
+                          one_shot=one_shot)
 
     with ThreadPoolExecutor(max(1, min(8, len(wanted))),
                             thread_name_prefix="gpuwhy-cluster") as pool:

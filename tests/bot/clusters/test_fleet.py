@@ -15,7 +15,7 @@ import yaml
 
 from bot.cli.main import main
 from bot.clusters.fleet import Fleet, UnknownClusterError, build_fleet, split_cluster
-from bot.clusters.sources import SnapshotSource, WatchSource
+from bot.clusters.sources import LiveSource, SnapshotSource, WatchSource
 from bot.config import BotConfig, ChannelAccess, ClusterSource
 from bot.digest import Scope, digest_blocks, digest_text, last_full_week, load_digest
 from bot.store import Store, StoredIncident
@@ -321,6 +321,17 @@ def config_file(tmp_path: Path, config: BotConfig) -> Path:
     path.write_text(yaml.safe_dump({"clusters": clusters,
                                     "default_cluster": config.default_cluster}))
     return path
+
+
+def test_a_one_shot_fleet_builds_one_shot_live_sources(tmp_path: Path) -> None:
+    """`gpuwhy triage --cluster`: the named cluster's live source answers once, as the
+    --kubeconfig one does (no metrics, what it read frozen); serve's are not one-shot."""
+    with FakeKubeAPI(SCENARIOS / "seven-states") as prod, \
+            FakeKubeAPI(SCENARIOS / "hami-sharing") as research:
+        config = fleet_config(tmp_path, prod, research)
+        for one_shot in (True, False):
+            source = build_fleet(config, watch=False, only="prod", one_shot=one_shot).source()
+            assert isinstance(source, LiveSource) and source.one_shot is one_shot
 
 
 def test_cli_triage_reads_the_named_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str],
