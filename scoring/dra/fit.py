@@ -235,7 +235,8 @@ def _joint(inventory: Inventory, outcomes: list[RequestOutcome],
     held = {d.key for o in outcomes for d, _ in o.holders}
     free = assign(outcomes, lambda o, d: d.key not in held)
     if free is not None:
-        holders = [h for o in outcomes for h in o.holders]
+        # every request's outcome names the devices held on the node: each device once
+        holders = list({d.key: (d, h) for o in outcomes for d, h in o.holders}.values())
         return RequestOutcome(outcomes[0].request, EXHAUSTED, "the requests together need "
                               f"{free[0]} free devices, {free[1]} are free; the others are "
                               f"allocated to {holders_text(holders)}",

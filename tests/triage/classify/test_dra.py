@@ -1,0 +1,281 @@
+"""The DRA checks' answers read as whole sentences, on the dra-basics recording changed the way
+the cluster would change: a claim shared across nodes, a selector gpuwhy cannot evaluate, device
+taints, requests that fit one by one but not together, and more nodes than an answer lists.
+
+Every expected text is worked out by hand from the objects; the node and device lists are
+cut at the lengths the answers promise (four nodes in a sentence, five in the evidence, ...),
+so the tests give each cut more than it keeps."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from scoring.verdict import Verdict
+from tests.conftest import find, load_lists
+from triage.classify import triage
+from triage.classify.checks.dra import (
+    drop_dra_device_unfit,
+    drop_dra_exhausted,
+    drop_dra_no_device,
+    drop_dra_too_large,
+)
+from triage.refs import parse_ref
+from triage.snapshot import Snapshot
+
+Lists = dict[str, list[dict[str, Any]]]
+MESSAGE = ("0/5 nodes are available: 1 cannot allocate all claims, 4 node(s) didn't match Pod's "
+           "node affinity/selector. still not schedulable, preemption: 0/5 nodes are available: "
+           "5 Preemption is not helpful for scheduling.")
+SAID = ("Pod vision/pinned-a", "scheduler message", MESSAGE)
+PREEMPTION = ("Pod vision/pinned-a", "scheduler message (preemption)",
+              "5 Preemption is not helpful for scheduling")
+NOT_AVAILABLE = ("The scheduler reports \"resourceclaim not available on the node\". Let the pod "
+                 "reach that node, or give it a claim of its own.")
+
+
+@pytest.fixture
+def dra() -> Lists:
+    return load_lists("dra-basics")
+
+
+def _answer(lists: Lists, ref: str = "vision/pinned-a") -> Verdict:
+    return triage(Snapshot(**copy.deepcopy(lists)), parse_ref(ref))
+
+
+def _evidence(verdict: Verdict) -> list[tuple[str, str, str]]:
+    return [(e.object, e.field, e.value) for e in verdict.evidence]
+
+
+def _dra(lists: Lists, kind: str, name: str) -> dict[str, Any]:
+    return next(o for o in lists["dra"] if o["kind"] == kind and o["metadata"]["name"] == name)
+
+
+def _pinned_a(lists: Lists) -> dict[str, Any]:
+    return find(lists["pods"], "pinned-a", "vision")
+
+
+def _request(lists: Lists) -> dict[str, Any]:
+    """pinned-a's one request (count 1 of gpu.nvidia.com), as its claim holds it."""
+    claim = _dra(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    request: dict[str, Any] = claim["spec"]["devices"]["requests"][0]
+    return request
+
+
+def _racks(lists: Lists, count: int, devices: int, published: bool = True) -> list[str]:
+    """``count`` more A100 nodes like dra-a100-2 (rack-1, rack-2, ...; label pool=rack), each
+    with a ResourceSlice of ``devices`` A100s gpu-0, gpu-1, ... (none when not published), as
+    when a rack of nodes joins and its DRA driver starts."""
+    template = find(lists["nodes"], "dra-a100-2")
+    slice_ = _dra(lists, "ResourceSlice", "dra-a100-2-gpu.nvidia.com-24092")
+    names = []
+    for number in range(1, count + 1):
+        name = f"rack-{number}"
+        node = copy.deepcopy(template)
+        node["metadata"].update(name=name, uid=f"00000000-0000-4000-8000-00000000000{number}")
+        node["metadata"]["labels"].update({"kubernetes.io/hostname": name, "pool": "rack"})
+        lists["nodes"].append(node)
+        names.append(name)
+        if not published:
+            continue
+        own = copy.deepcopy(slice_)
+        own["metadata"]["name"] = f"{name}-gpu.nvidia.com-0000{number}"
+        own["metadata"]["ownerReferences"][0]["name"] = name
+        own["spec"].update(nodeName=name, pool={"generation": 1, "name": name,
+                                                 "resourceSliceCount": 1})
+        model = own["spec"]["devices"][0]
+        own["spec"]["devices"] = []
+        for index in range(devices):
+            device = copy.deepcopy(model)
+            device["name"] = f"gpu-{index}"
+            device["attributes"]["uuid"]["string"] = f"GPU-{number:08d}-0000-4000-8000-{index:012d}"
+            own["spec"]["devices"].append(device)
+        lists["dra"].append(own)
+    _pinned_a(lists)["spec"]["nodeSelector"] = {"pool": "rack"}
+    return names
+
+
+# -- a claim allocated where the pod cannot go ---------------------------------------------
+
+def _share_finetune_claim(lists: Lists) -> dict[str, Any]:
+    """pinned-a (nodeSelector pool=a100-a: dra-a100-1 only) names finetune-1g's claim, which
+    is allocated for dra-a100-2."""
+    pod = _pinned_a(lists)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "finetune-1g-gpu-7hfk8"}]
+    pod["status"].pop("resourceClaimStatuses")
+    return _dra(lists, "ResourceClaim", "finetune-1g-gpu-7hfk8")
+
+
+def test_a_shared_claim_on_one_node_the_pod_cannot_reach(dra: Lists) -> None:
+    _share_finetune_claim(dra)
+    verdict = _answer(dra)
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "claim vision/finetune-1g-gpu-7hfk8 is already allocated for dra-a100-2, and "
+        "vision/pinned-a cannot use it: dra-a100-2 is excluded (selector-mismatch: unmatched "
+        f"pool=a100-a). {NOT_AVAILABLE}")
+    assert _evidence(verdict) == [
+        ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
+         "dra-a100-2"),
+        ("Node/dra-a100-2", "selector-mismatch", "unmatched pool=a100-a"), SAID]
+
+
+def test_shared_claims_on_three_nodes_name_two_of_them(dra: Lists) -> None:
+    _share_finetune_claim(dra)
+    other = copy.deepcopy(_dra(dra, "ResourceClaim", "finetune-1g-gpu-7hfk8"))
+    other["metadata"]["name"] = "team-gpus"
+    other["status"]["allocation"]["devices"]["results"][0]["pool"] = "dra-l4-1"
+    other["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0][
+        "values"] = ["dra-l4-1", "cpu-1"]
+    dra["dra"].append(other)
+    _pinned_a(dra)["spec"]["resourceClaims"].append({"name": "more",
+                                                      "resourceClaimName": "team-gpus"})
+    verdict = _answer(dra)
+    assert verdict.action == (
+        "claim vision/finetune-1g-gpu-7hfk8, vision/team-gpus is already allocated for "
+        "dra-a100-2, dra-l4-1, cpu-1, and vision/pinned-a cannot use them: dra-a100-2 is "
+        "excluded (selector-mismatch: unmatched pool=a100-a); dra-l4-1 is excluded "
+        f"(selector-mismatch: unmatched pool=a100-a). {NOT_AVAILABLE}")
+    assert _evidence(verdict) == [
+        ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
+         "dra-a100-2"),
+        ("ResourceClaim vision/team-gpus", "status.allocation.nodeSelector", "dra-l4-1, cpu-1"),
+        ("Node/dra-a100-2", "selector-mismatch", "unmatched pool=a100-a"),
+        ("Node/dra-l4-1", "selector-mismatch", "unmatched pool=a100-a"), SAID]
+
+
+def test_a_shared_claim_allocated_by_labels_names_no_node(dra: Lists) -> None:
+    claim = _share_finetune_claim(dra)
+    claim["status"]["allocation"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": "pool", "operator": "In", "values": ["a100-b"]}]}]}
+    verdict = _answer(dra)
+    assert verdict.action == (
+        "claim vision/finetune-1g-gpu-7hfk8 is already allocated for other nodes, and "
+        f"vision/pinned-a cannot use them. {NOT_AVAILABLE}")
+    assert _evidence(verdict) == [
+        ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
+         "other nodes"), SAID]
+
+
+# -- a selector gpuwhy cannot evaluate ------------------------------------------------------
+
+def test_an_unevaluated_selector_before_the_scheduler_spoke(dra: Lists) -> None:
+    _request(dra)["exactly"]["selectors"] = [
+        {"cel": {"expression": 'device.attributes["gpu.nvidia.com"].mig == true'}}]
+    pod = _pinned_a(dra)
+    pod["status"].pop("conditions")
+    dra["events"] = [e for e in dra["events"] if e["involvedObject"]["name"] != "pinned-a"]
+    verdict = _answer(dra)
+    reason = ("vision/pinned-a-gpu-q8nlw request gpu selector "
+              "device.attributes[\"gpu.nvidia.com\"].mig == true: no such member in mapping: "
+              "'mig'")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"selector not evaluated: {reason}. gpuwhy cannot judge the devices against it, so it "
+        "goes by the scheduler's word (it has said nothing yet).")
+    assert _evidence(verdict) == [("Node/dra-a100-1", "selector not evaluated", reason)]
+
+
+# -- device taints ---------------------------------------------------------------------------
+
+def test_tainted_devices_on_five_nodes_list_four_and_the_request_s_tolerations(
+        dra: Lists) -> None:
+    _racks(dra, count=5, devices=6)
+    for slice_ in dra["dra"]:
+        if slice_["kind"] == "ResourceSlice" and slice_["spec"]["nodeName"].startswith("rack-"):
+            for device in slice_["spec"]["devices"]:
+                device["taints"] = [{"key": "example.com/unhealthy", "value": "xid-79",
+                                     "effect": "NoSchedule"},
+                                    {"key": "example.com/ecc", "effect": "NoExecute"}]
+    _request(dra)["exactly"]["tolerations"] = [{"key": "example.com/drain",
+                                                "operator": "Exists"}]
+    verdict = _answer(dra)
+    taint = "example.com/unhealthy=xid-79:NoSchedule"
+    per_node = "; ".join(
+        f"rack-{n}: gpu-0 {taint}, gpu-1 {taint}, gpu-2 {taint}, gpu-3 {taint} (6 of 6 "
+        "matching, 1 × gpu.nvidia.com needed)" for n in range(1, 5))
+    assert (verdict.cause, verdict.action) == (
+        "device-unfit",
+        "the matching devices are tainted, and ResourceClaim vision/pinned-a-gpu-q8nlw "
+        f"(from template one-gpu) does not tolerate it: {per_node}. The DRA driver or an admin "
+        "marked them unusable (often unhealthy): repair them or remove the taint; tolerate it "
+        "in the request (exactly.tolerations), and only if the devices are fit to use.")
+    taints = f"{taint} example.com/ecc:NoExecute"  # every taint of the device
+    assert _evidence(verdict) == [
+        (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}", "spec.devices[].taints",
+         f"rack-{n}: gpu-0 {taints}, gpu-1 {taints}, gpu-2 {taints}, gpu-3 {taints}")
+        for n in range(1, 5)] + [
+        ("ResourceClaim vision/pinned-a-gpu-q8nlw",
+         "spec.devices.requests[gpu].exactly.tolerations", "1 toleration(s)")]
+
+
+# -- requests that fit one by one but not together -------------------------------------------
+
+def _two_requests(lists: Lists, count: int) -> None:
+    """pinned-a's claim asks two requests of ``count`` GPUs each."""
+    request = _request(lists)
+    request["exactly"]["count"] = count
+    second = copy.deepcopy(request)
+    second["name"] = "gpu-b"
+    _dra(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"].append(
+        second)
+
+
+def test_requests_too_large_together_on_six_nodes(dra: Lists) -> None:
+    _racks(dra, count=6, devices=6)
+    _two_requests(dra, 4)
+    verdict = _answer(dra)
+    why = "the requests together need 8 devices, the node has 6 that match them"
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        "; ".join(f"rack-{n}: {why}" for n in range(1, 5))
+        + ". Split the job or get a node with that many devices; waiting never helps.")
+    assert _evidence(verdict) == [
+        (f"Node/rack-{n}", "ResourceSlices and claim allocations", why) for n in range(1, 6)
+    ] + [PREEMPTION]
+
+
+def test_requests_exhausted_together_name_what_holds_the_node(dra: Lists) -> None:
+    _two_requests(dra, 2)
+    _pinned_a(dra)["spec"]["nodeSelector"] = {"pool": "a100-b"}
+    verdict = _answer(dra)
+    why = ("the requests together need 4 free devices, 3 are free; the others are allocated "
+           "to claim vision/finetune-1g-gpu-7hfk8 (pod vision/finetune-1g): gpu-0")
+    assert (verdict.cause, verdict.action) == (
+        "exhausted", f"dra-a100-2: {why}. Wait for the holders to finish, or add capacity.")
+    assert _evidence(verdict)[0] == (
+        "Node/dra-a100-2", "ResourceSlices and claim allocations", why)
+
+
+# -- more nodes than an answer lists --------------------------------------------------------
+
+def test_six_nodes_without_a_driver_list_five(dra: Lists) -> None:
+    names = _racks(dra, count=6, devices=0, published=False)
+    for name in names[::2]:  # GFD has not labelled the product on every other one
+        del find(dra["nodes"], name)["metadata"]["labels"]["nvidia.com/gpu.product"]
+    find(dra["nodes"], "rack-5")["metadata"]["labels"]["nvidia.com/gpu.present"] = "false"
+    verdict = _answer(dra)
+    product = " although its GFD labels say NVIDIA-A100-SXM4-80GB"
+    present = " although it is labelled nvidia.com/gpu.present=true"
+    assert (verdict.cause, verdict.action) == (
+        "no-gpu-node",
+        "no matching node publishes a gpu.nvidia.com device in its ResourceSlices: "
+        f"rack-1{present}; rack-2{product}; rack-3{present}; rack-4{product}; rack-5. The DRA "
+        "driver is not running there (or publishes nothing): restore the DRA driver's kubelet "
+        "plugin on rack-1, rack-2, rack-3, rack-4, rack-5.")
+    assert _evidence(verdict) == [
+        (f"Node/rack-{n}", "ResourceSlices (spec.nodeName / nodeSelector)",
+         "no gpu.nvidia.com device") for n in range(1, 6)] + [
+        ("DeviceClass gpu.nvidia.com", "spec.selectors", 'device.driver == "gpu.nvidia.com"'),
+        ("ResourceClaim vision/pinned-a-gpu-q8nlw",
+         "spec.devices.requests[gpu].exactly.deviceClassName", "gpu.nvidia.com"), PREEMPTION]
+
+
+def test_the_drop_functions_carry_their_stage_s_name() -> None:
+    """Tracebacks and profiles name a pipeline step by its function's name."""
+    assert [f.__name__ for f in (drop_dra_no_device, drop_dra_device_unfit, drop_dra_too_large,
+                                 drop_dra_exhausted)] == [
+        "drop_dra_no_gpu_node", "drop_dra_device_unfit", "drop_dra_too_large",
+        "drop_dra_exhausted"]
