@@ -153,6 +153,10 @@ def judge(device: SliceDevice, asked: Mapping[str, Decimal], shares: list[Share]
                                f"{quantity_text(wanted)} asked", totals=totals)
     if not device.shared:
         return CapacityFit(None, "taken whole", totals=totals)
+    used: dict[str, Decimal] = {}  # a refusal says who shares the device too
+    for share in shares:
+        for name, value in share.consumed.items():
+            used[name] = used.get(name, _ZERO) + value
     consumed: dict[str, Decimal] = {}
     for capacity in capacities.values():
         policy = capacity.policy
@@ -163,7 +167,7 @@ def judge(device: SliceDevice, asked: Mapping[str, Decimal], shares: list[Share]
                 assert policy is not None  # without a policy every amount is valid
                 return CapacityFit(REFUSED, f"{capacity.name} requestPolicy ({policy.text()}) "
                                    f"admits nothing as large as {quantity_text(wanted)}",
-                                   totals=totals)
+                                   used=used, totals=totals, shares=shares)
             if applied > capacity.total:
                 return CapacityFit(TOO_SMALL, f"{capacity.name} {quantity_text(wanted)} rounds "
                                    f"up to {quantity_text(applied)}, more than the device's "
@@ -172,10 +176,6 @@ def judge(device: SliceDevice, asked: Mapping[str, Decimal], shares: list[Share]
             applied = (policy.default if policy is not None and policy.default is not None
                        else capacity.total)
         consumed[capacity.name] = applied
-    used: dict[str, Decimal] = {}
-    for share in shares:
-        for name, value in share.consumed.items():
-            used[name] = used.get(name, _ZERO) + value
     fit = CapacityFit(None, "fits", consumed, used, totals, shares)
     short = [name for name, value in consumed.items() if fit.left(name) < value]
     if short:
