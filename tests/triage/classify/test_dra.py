@@ -123,25 +123,28 @@ def test_a_shared_claim_on_one_node_the_pod_cannot_reach(dra: Lists) -> None:
 
 
 def test_shared_claims_on_three_nodes_name_two_of_them(dra: Lists) -> None:
+    """Beside finetune-1g's claim, pinned-a names two claims allocated for dra-l4-1 and
+    for cpu-1 and dra-a100-1: the answer names two claims' and two nodes' evidence."""
     _share_finetune_claim(dra)
-    other = copy.deepcopy(_dra(dra, "ResourceClaim", "finetune-1g-gpu-7hfk8"))
-    other["metadata"]["name"] = "team-gpus"
-    other["status"]["allocation"]["devices"]["results"][0]["pool"] = "dra-l4-1"
-    other["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0][
-        "values"] = ["dra-l4-1", "cpu-1"]
-    dra["dra"].append(other)
-    _pinned_a(dra)["spec"]["resourceClaims"].append({"name": "more",
-                                                      "resourceClaimName": "team-gpus"})
+    for name, nodes in (("team-gpus", ["dra-l4-1"]), ("team-more", ["cpu-1", "dra-a100-1"])):
+        other = copy.deepcopy(_dra(dra, "ResourceClaim", "finetune-1g-gpu-7hfk8"))
+        other["metadata"]["name"] = name
+        other["status"]["allocation"]["devices"]["results"][0]["pool"] = nodes[0]
+        other["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0][
+            "values"] = nodes
+        dra["dra"].append(other)
+        _pinned_a(dra)["spec"]["resourceClaims"].append({"name": name,
+                                                          "resourceClaimName": name})
     verdict = _answer(dra)
     assert verdict.action == (
-        "claim vision/finetune-1g-gpu-7hfk8, vision/team-gpus is already allocated for "
-        "dra-a100-2, dra-l4-1, cpu-1, and vision/pinned-a cannot use them: dra-a100-2 is "
-        "excluded (selector-mismatch: unmatched pool=a100-a); dra-l4-1 is excluded "
-        f"(selector-mismatch: unmatched pool=a100-a). {NOT_AVAILABLE}")
+        "claim vision/finetune-1g-gpu-7hfk8, vision/team-gpus, vision/team-more is already "
+        "allocated for dra-a100-2, dra-l4-1, cpu-1, dra-a100-1, and vision/pinned-a cannot use "
+        "them: dra-a100-2 is excluded (selector-mismatch: unmatched pool=a100-a); dra-l4-1 is "
+        f"excluded (selector-mismatch: unmatched pool=a100-a). {NOT_AVAILABLE}")
     assert _evidence(verdict) == [
         ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
          "dra-a100-2"),
-        ("ResourceClaim vision/team-gpus", "status.allocation.nodeSelector", "dra-l4-1, cpu-1"),
+        ("ResourceClaim vision/team-gpus", "status.allocation.nodeSelector", "dra-l4-1"),
         ("Node/dra-a100-2", "selector-mismatch", "unmatched pool=a100-a"),
         ("Node/dra-l4-1", "selector-mismatch", "unmatched pool=a100-a"), SAID]
 
@@ -271,6 +274,45 @@ def test_six_nodes_without_a_driver_list_five(dra: Lists) -> None:
         ("DeviceClass gpu.nvidia.com", "spec.selectors", 'device.driver == "gpu.nvidia.com"'),
         ("ResourceClaim vision/pinned-a-gpu-q8nlw",
          "spec.devices.requests[gpu].exactly.deviceClassName", "gpu.nvidia.com"), PREEMPTION]
+
+
+def test_two_classes_no_node_publishes_show_their_selectors(dra: Lists) -> None:
+    """pinned-a asks one device of a class without selectors (every device), then one of
+    gpu.nvidia.com (two selectors now). rack-1 publishes nothing: the first request fails
+    there; rack-2 publishes only an AMD GPU: the first takes it, the second finds none."""
+    gpu = _dra(dra, "DeviceClass", "gpu.nvidia.com")
+    gpu["spec"]["selectors"].append(
+        {"cel": {"expression": 'device.attributes["gpu.nvidia.com"].type == "gpu"'}})
+    every = copy.deepcopy(gpu)
+    every["metadata"]["name"] = "all-devices.example.com"
+    every["spec"]["selectors"] = []
+    dra["dra"].append(every)
+    requests = _dra(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"]
+    first = copy.deepcopy(requests[0])
+    first["name"] = "any"
+    first["exactly"]["deviceClassName"] = "all-devices.example.com"
+    requests.insert(0, first)
+    _racks(dra, count=2, devices=1)
+    dra["dra"].remove(_dra(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001"))
+    _dra(dra, "ResourceSlice", "rack-2-gpu.nvidia.com-00002")["spec"]["driver"] = "gpu.amd.com"
+    verdict = _answer(dra)
+    wanted = "all-devices.example.com or gpu.nvidia.com"
+    labelled = " although its GFD labels say NVIDIA-A100-SXM4-80GB"
+    assert (verdict.cause, verdict.action) == (
+        "no-gpu-node",
+        f"no matching node publishes a {wanted} device in its ResourceSlices: rack-1{labelled}; "
+        f"rack-2{labelled}. The DRA driver is not running there (or publishes nothing): "
+        "restore the DRA driver's kubelet plugin on rack-1, rack-2.")
+    assert _evidence(verdict) == [
+        (f"Node/rack-{n}", "ResourceSlices (spec.nodeName / nodeSelector)", f"no {wanted} device")
+        for n in (1, 2)] + [
+        ("DeviceClass all-devices.example.com", "spec.selectors", "none (every device)"),
+        ("DeviceClass gpu.nvidia.com", "spec.selectors",
+         'device.driver == "gpu.nvidia.com" && '
+         'device.attributes["gpu.nvidia.com"].type == "gpu"'),
+        ("ResourceClaim vision/pinned-a-gpu-q8nlw",
+         "spec.devices.requests[any].exactly.deviceClassName", "all-devices.example.com"),
+        PREEMPTION]
 
 
 def test_the_drop_functions_carry_their_stage_s_name() -> None:
