@@ -315,6 +315,84 @@ def test_two_classes_no_node_publishes_show_their_selectors(dra: Lists) -> None:
         PREEMPTION]
 
 
+def test_five_nodes_whose_devices_fail_the_selectors_list_four(dra: Lists) -> None:
+    _racks(dra, count=5, devices=2)
+    selectors = ['device.attributes["gpu.nvidia.com"].architecture == "Hopper"',
+                 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0']
+    _request(dra)["exactly"]["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    verdict = _answer(dra)
+    both = " && ".join(selectors)
+    assert (verdict.cause, verdict.action) == (
+        "device-unfit",
+        "devices of the class exist, but none meets the selectors of ResourceClaim "
+        f"vision/pinned-a-gpu-q8nlw (from template one-gpu) ({both}): "
+        + "; ".join(f"rack-{n} has 2 × NVIDIA A100-SXM4-80GB, memory 80Gi" for n in range(1, 5))
+        + ". Relax the selector, or send the pod to nodes whose devices meet it (show devices "
+        "lists them).")
+    assert _evidence(verdict) == [
+        ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.requests[gpu].exactly.selectors",
+         both)] + [
+        (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}", "spec.devices[]",
+         "2 × NVIDIA A100-SXM4-80GB, memory 80Gi") for n in range(1, 5)]
+
+
+def test_seven_nodes_too_small_list_the_largest_four_and_the_others(dra: Lists) -> None:
+    _racks(dra, count=7, devices=3)
+    for number, keep in ((1, 2), (2, 1)):
+        slice_ = _dra(dra, "ResourceSlice", f"rack-{number}-gpu.nvidia.com-0000{number}")
+        del slice_["spec"]["devices"][keep:]
+    _request(dra)["exactly"]["count"] = 4
+    verdict = _answer(dra)
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        "ResourceClaim vision/pinned-a-gpu-q8nlw (from template one-gpu) asks 4 × "
+        "gpu.nvidia.com; the most any node you can use has is 3 (rack-3, rack-4, rack-5, "
+        "rack-6; rack-1 has 2; rack-2 has 1), even if all were free. Split the job or get a "
+        "node with that many devices; waiting never helps.")
+    assert _evidence(verdict) == [
+        ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.requests[gpu].exactly.count",
+         "4")] + [
+        (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}", "spec.devices[]",
+         f"{size} matching device(s) on rack-{n}")
+        for n, size in ((1, 2), (2, 1), (3, 3), (4, 3), (5, 3))] + [PREEMPTION]
+
+
+def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
+    """Every device of four racks is allocated to a claim of its own, reserved for
+    holder-a, but rack-1's gpu-0: its claim is allocated and reserved for no pod."""
+    _racks(dra, count=4, devices=3)
+    model = _dra(dra, "ResourceClaim", "holder-a-gpu-8jq68")
+    for rack in range(1, 5):
+        for index in range(3):
+            claim = copy.deepcopy(model)
+            claim["metadata"]["name"] = f"hold-{rack}-{index}"
+            allocation = claim["status"]["allocation"]
+            allocation["devices"]["results"] = [{"device": f"gpu-{index}",
+                                                 "driver": "gpu.nvidia.com",
+                                                 "pool": f"rack-{rack}", "request": "gpu"}]
+            allocation["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]["values"] = [
+                f"rack-{rack}"]
+            if (rack, index) == (1, 0):
+                claim["status"]["reservedFor"] = []
+            dra["dra"].append(claim)
+    verdict = _answer(dra)
+
+    def held(rack: int) -> str:
+        return (f"rack-{rack}: 3/3 matching device(s) allocated, to " + " and ".join(
+            f"claim vision/hold-{rack}-{i} (pod "
+            f"{'none reserved' if (rack, i) == (1, 0) else 'vision/holder-a'}, gpu-{i})"
+            for i in range(3)) + "; it needs 1 × gpu.nvidia.com")
+
+    assert (verdict.cause, verdict.action) == (
+        "exhausted",
+        f"{held(1)}; {held(2)}; {held(3)}. Wait for them to finish, or add capacity.")
+    assert _evidence(verdict) == [
+        (f"ResourceClaim vision/hold-{rack}-{i}", "status.allocation.devices.results",
+         f"gpu-{i} on rack-{rack}; reservedFor "
+         f"{'nobody' if (rack, i) == (1, 0) else 'vision/holder-a'}")
+        for rack in (1, 2) for i in range(3)]
+
+
 def test_the_drop_functions_carry_their_stage_s_name() -> None:
     """Tracebacks and profiles name a pipeline step by its function's name."""
     assert [f.__name__ for f in (drop_dra_no_device, drop_dra_device_unfit, drop_dra_too_large,
