@@ -276,43 +276,46 @@ def test_six_nodes_without_a_driver_list_five(dra: Lists) -> None:
          "spec.devices.requests[gpu].exactly.deviceClassName", "gpu.nvidia.com"), PREEMPTION]
 
 
-def test_two_classes_no_node_publishes_show_their_selectors(dra: Lists) -> None:
-    """pinned-a asks one device of a class without selectors (every device), then one of
-    gpu.nvidia.com (two selectors now). rack-1 publishes nothing: the first request fails
-    there; rack-2 publishes only an AMD GPU: the first takes it, the second finds none."""
+def test_three_classes_no_node_publishes_show_two_classes_selectors(dra: Lists) -> None:
+    """pinned-a asks one device of a class without selectors (every device), one of
+    gpu.nvidia.com (two selectors now) and one of an AMD class. rack-1 publishes nothing: the
+    first request fails there; rack-2 publishes only an AMD GPU: the first takes it, the
+    second finds none; rack-3 one NVIDIA GPU: only the third finds none."""
     gpu = _dra(dra, "DeviceClass", "gpu.nvidia.com")
     gpu["spec"]["selectors"].append(
         {"cel": {"expression": 'device.attributes["gpu.nvidia.com"].type == "gpu"'}})
-    every = copy.deepcopy(gpu)
-    every["metadata"]["name"] = "all-devices.example.com"
-    every["spec"]["selectors"] = []
-    dra["dra"].append(every)
     requests = _dra(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"]
-    first = copy.deepcopy(requests[0])
-    first["name"] = "any"
-    first["exactly"]["deviceClassName"] = "all-devices.example.com"
-    requests.insert(0, first)
-    _racks(dra, count=2, devices=1)
+    for position, name, selectors in ((0, "all-devices.example.com", []), (2, "mi300.amd.com", [
+            {"cel": {"expression": 'device.driver == "gpu.amd.com"'}}])):
+        device_class = copy.deepcopy(gpu)
+        device_class["metadata"]["name"] = name
+        device_class["spec"]["selectors"] = selectors
+        dra["dra"].append(device_class)
+        request = copy.deepcopy(requests[0])
+        request["name"] = name.split(".")[0]
+        request["exactly"]["deviceClassName"] = name
+        requests.insert(position, request)
+    _racks(dra, count=3, devices=1)
     dra["dra"].remove(_dra(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001"))
     _dra(dra, "ResourceSlice", "rack-2-gpu.nvidia.com-00002")["spec"]["driver"] = "gpu.amd.com"
     verdict = _answer(dra)
-    wanted = "all-devices.example.com or gpu.nvidia.com"
+    wanted = "all-devices.example.com or gpu.nvidia.com or mi300.amd.com"
     labelled = " although its GFD labels say NVIDIA-A100-SXM4-80GB"
     assert (verdict.cause, verdict.action) == (
         "no-gpu-node",
         f"no matching node publishes a {wanted} device in its ResourceSlices: rack-1{labelled}; "
-        f"rack-2{labelled}. The DRA driver is not running there (or publishes nothing): "
-        "restore the DRA driver's kubelet plugin on rack-1, rack-2.")
+        f"rack-2{labelled}; rack-3{labelled}. The DRA driver is not running there (or "
+        "publishes nothing): restore the DRA driver's kubelet plugin on rack-1, rack-2, rack-3.")
     assert _evidence(verdict) == [
         (f"Node/rack-{n}", "ResourceSlices (spec.nodeName / nodeSelector)", f"no {wanted} device")
-        for n in (1, 2)] + [
+        for n in (1, 2, 3)] + [
         ("DeviceClass all-devices.example.com", "spec.selectors", "none (every device)"),
         ("DeviceClass gpu.nvidia.com", "spec.selectors",
          'device.driver == "gpu.nvidia.com" && '
          'device.attributes["gpu.nvidia.com"].type == "gpu"'),
         ("ResourceClaim vision/pinned-a-gpu-q8nlw",
-         "spec.devices.requests[any].exactly.deviceClassName", "all-devices.example.com"),
-        PREEMPTION]
+         "spec.devices.requests[all-devices].exactly.deviceClassName",
+         "all-devices.example.com"), PREEMPTION]
 
 
 def test_five_nodes_whose_devices_fail_the_selectors_list_four(dra: Lists) -> None:
@@ -391,6 +394,97 @@ def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
          f"gpu-{i} on rack-{rack}; reservedFor "
          f"{'nobody' if (rack, i) == (1, 0) else 'vision/holder-a'}")
         for rack in (1, 2) for i in range(3)]
+
+
+def test_a_non_gpu_request_no_node_can_serve_on_six_nodes(dra: Lists) -> None:
+    nic = copy.deepcopy(_dra(dra, "DeviceClass", "gpu.nvidia.com"))
+    nic["metadata"]["name"] = "nic.example.com"
+    nic["spec"]["selectors"] = [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]
+    dra["dra"].append(nic)
+    request = copy.deepcopy(_request(dra))
+    request["name"] = "nic"
+    request["exactly"]["deviceClassName"] = "nic.example.com"
+    _dra(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"].append(request)
+    _racks(dra, count=6, devices=1)
+    verdict = _answer(dra)
+    why = ("non-GPU claim cannot be allocated: no nic.example.com device published for the "
+           "node (no ResourceSlice of that class)")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        "GPU-wise a node fits, but a claim of vision/pinned-a that is not a GPU cannot be "
+        "allocated: " + "; ".join(f"rack-{n}: {why}" for n in range(1, 5))
+        + ". Fix that claim or its DRA driver.")
+    assert _evidence(verdict) == [
+        (f"Node/rack-{n}", "ResourceSlices and claim allocations", why) for n in range(1, 6)
+    ] + [SAID]
+
+
+# -- the scheduler is binding ----------------------------------------------------------------
+
+def _binding_on_rack(lists: Lists, failed: bool, named: bool) -> None:
+    """pinned-a as kube-scheduler leaves it in PreBind: its claim allocated gpu-0..gpu-4 of
+    rack-1 (a node selector naming rack-1, or one by its pool label) and reserved for it, no
+    event; every device waits for FabricAttached, which none reports yet, or reports its
+    FabricAttachFailed."""
+    _racks(lists, count=1, devices=6)
+    pod = _pinned_a(lists)
+    pod["status"].pop("conditions")
+    lists["events"] = [e for e in lists["events"] if e["involvedObject"]["name"] != "pinned-a"]
+    for device in _dra(lists, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")["spec"]["devices"]:
+        device.update(bindingConditions=["FabricAttached"],
+                      bindingFailureConditions=["FabricAttachFailed"])
+    selector = ({"matchFields": [{"key": "metadata.name", "operator": "In",
+                                  "values": ["rack-1"]}]} if named else
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["rack"]}]})
+    devices = [f"gpu-{i}" for i in range(5)]
+    claim = _dra(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim["status"] = {
+        "allocation": {"devices": {"results": [
+            {"device": d, "driver": "gpu.nvidia.com", "pool": "rack-1", "request": "gpu"}
+            for d in devices]}, "nodeSelector": {"nodeSelectorTerms": [selector]}},
+        "reservedFor": [{"name": "pinned-a", "resource": "pods", "uid": pod["metadata"]["uid"]}]}
+    if failed:
+        claim["status"]["devices"] = [
+            {"driver": "gpu.nvidia.com", "pool": "rack-1", "device": d, "conditions": [
+                {"type": "FabricAttachFailed", "status": "True", "reason": "PortDown",
+                 "message": f"switch port {i}", "lastTransitionTime": "2026-12-01T08:44:00Z"}]}
+            for i, d in enumerate(devices)]
+
+
+HELD = "; ".join(f"claim vision/pinned-a-gpu-q8nlw: gpu-{i}" for i in range(4))
+
+
+def test_a_binding_pod_waiting_for_five_devices_names_four_and_two_conditions(
+        dra: Lists) -> None:
+    _binding_on_rack(dra, failed=False, named=True)
+    verdict = _answer(dra)
+    waiting = [f"gpu-{i}: FabricAttached (not reported yet)" for i in range(5)]
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"the scheduler allocated {HELD} on rack-1 and waits for the devices to be ready before "
+        f"it binds vision/pinned-a ({'; '.join(waiting[:2])}). Devices that must be attached "
+        "first take a while; if it lasts past the scheduler's binding timeout, look at the DRA "
+        "driver (gpu.nvidia.com).")
+    assert _evidence(verdict) == [
+        ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)", f"{HELD} on rack-1"),
+        ("ResourceClaim status.devices[].conditions", "bindingConditions",
+         "; ".join(waiting[:4]))]
+
+
+def test_a_binding_failure_on_a_node_chosen_by_labels(dra: Lists) -> None:
+    _binding_on_rack(dra, failed=True, named=False)
+    verdict = _answer(dra)
+    failed = [f"gpu-{i}: FabricAttachFailed (True: PortDown: switch port {i})" for i in range(5)]
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"the scheduler allocated {HELD} on its node for vision/pinned-a, but the driver reports "
+        f"a binding failure ({'; '.join(failed[:2])}): the scheduler releases the devices and "
+        "tries again. If it keeps failing, look at the DRA driver (gpu.nvidia.com) for those "
+        "devices.")
+    assert _evidence(verdict) == [
+        ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)", f"{HELD} on its node"),
+        ("ResourceClaim status.devices[].conditions", "bindingFailureConditions",
+         "; ".join(failed[:4]))]
 
 
 def test_the_drop_functions_carry_their_stage_s_name() -> None:
