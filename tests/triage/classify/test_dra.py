@@ -15,6 +15,7 @@ import pytest
 
 from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
+from tests.paths import FIXTURES
 from triage.classify import triage
 from triage.classify.checks.dra import (
     drop_dra_device_unfit,
@@ -320,6 +321,14 @@ def test_three_classes_no_node_publishes_show_two_classes_selectors(dra: Lists) 
 
 def test_five_nodes_whose_devices_fail_the_selectors_list_four(dra: Lists) -> None:
     _racks(dra, count=5, devices=2)
+    # rack-1's driver publishes its two GPUs in two slices of one pool
+    first = _dra(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")
+    second = copy.deepcopy(first)
+    second["metadata"]["name"] = "rack-1-gpu.nvidia.com-10001"
+    second["spec"]["devices"] = [first["spec"]["devices"].pop()]
+    for half in (first, second):
+        half["spec"]["pool"]["resourceSliceCount"] = 2
+    dra["dra"].append(second)
     selectors = ['device.attributes["gpu.nvidia.com"].architecture == "Hopper"',
                  'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("80Gi")) >= 0']
     _request(dra)["exactly"]["selectors"] = [{"cel": {"expression": e}} for e in selectors]
@@ -335,7 +344,8 @@ def test_five_nodes_whose_devices_fail_the_selectors_list_four(dra: Lists) -> No
     assert _evidence(verdict) == [
         ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.requests[gpu].exactly.selectors",
          both)] + [
-        (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}", "spec.devices[]",
+        (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}"
+         + (", rack-1-gpu.nvidia.com-10001" if n == 1 else ""), "spec.devices[]",
          "2 × NVIDIA A100-SXM4-80GB, memory 80Gi") for n in range(1, 5)]
 
 
@@ -358,6 +368,53 @@ def test_seven_nodes_too_small_list_the_largest_four_and_the_others(dra: Lists) 
         (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}", "spec.devices[]",
          f"{size} matching device(s) on rack-{n}")
         for n, size in ((1, 2), (2, 1), (3, 3), (4, 3), (5, 3))] + [PREEMPTION]
+
+
+def test_a_first_available_request_too_large_names_its_alternative_s_field(
+        dra: Lists) -> None:
+    request = _request(dra)
+    alternative = request.pop("exactly")
+    del alternative["allocationMode"]
+    request["firstAvailable"] = [{"name": "trio", **alternative, "count": 3}]
+    _racks(dra, count=2, devices=2)
+    verdict = _answer(dra)
+    assert verdict.action == (
+        "ResourceClaim vision/pinned-a-gpu-q8nlw (from template one-gpu) asks 3 × "
+        "gpu.nvidia.com; the most any node you can use has is 2 (rack-1, rack-2), even if all "
+        "were free. Split the job or get a node with that many devices; waiting never helps.")
+    assert _evidence(verdict)[0] == (
+        "ResourceClaim vision/pinned-a-gpu-q8nlw",
+        "spec.devices.requests[gpu].firstAvailable[trio].count", "3")
+
+
+def test_a_claim_not_generated_yet_points_into_its_template(dra: Lists) -> None:
+    pod = find(dra["pods"], "big-8g", "vision")
+    pod["status"].pop("resourceClaimStatuses")
+    dra["dra"].remove(_dra(dra, "ResourceClaim", "big-8g-gpu-4nr9w"))
+    verdict = _answer(dra, "vision/big-8g")
+    assert verdict.action.startswith("ResourceClaimTemplate vision/eight-gpus asks 8 × ")
+    assert _evidence(verdict)[0] == (
+        "ResourceClaimTemplate vision/eight-gpus", "spec.spec.devices.requests[gpu].exactly.count",
+        "8")
+
+
+def test_an_implicit_extended_resource_too_large_says_where_its_name_comes_from() -> None:
+    lists = load_lists(FIXTURES / "scenarios-extra" / "dra-extended")
+    pod = find(lists["pods"], "ext-implicit", "serving")
+    for section in ("limits", "requests"):
+        pod["spec"]["containers"][0]["resources"][section][
+            "deviceclass.resource.kubernetes.io/gpu.nvidia.com"] = "7"
+    verdict = _answer(lists, "serving/ext-implicit")
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        "the pod's deviceclass.resource.kubernetes.io/gpu.nvidia.com limit (served through "
+        "DeviceClass gpu.nvidia.com) asks 7 × gpu.nvidia.com; the most any node you can use "
+        "has is 6 (dra-a100-1), even if all were free. Split the job or get a node with that "
+        "many devices; waiting never helps.")
+    assert _evidence(verdict)[0] == (
+        "Pod serving/ext-implicit",
+        "effective request deviceclass.resource.kubernetes.io/gpu.nvidia.com",
+        "7, served through DeviceClass gpu.nvidia.com (its implicit extended resource name)")
 
 
 def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
