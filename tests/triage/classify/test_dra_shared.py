@@ -137,3 +137,60 @@ def test_a_refused_amount_on_a_device_others_share_names_them(shared: Lists) -> 
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "memory 50Gi"),
         ("ResourceSlice dra-share-1-gpu.nvidia.com-4ec3d", "spec.devices[gpu-0].capacity",
          refused)]
+
+
+def test_six_smaller_devices_list_four_and_count_the_rest(shared: Lists) -> None:
+    l4 = _dra(shared, "ResourceSlice", "dra-l4-1-gpu.nvidia.com-46379")
+    for index in (2, 3):  # two more L4s join dra-l4-1
+        device = copy.deepcopy(l4["spec"]["devices"][0])
+        device["name"] = f"gpu-{index}"
+        l4["spec"]["devices"].append(device)
+    verdict = _answer(shared, "infer/big-kv")
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        "ResourceClaim infer/big-kv-gpu-bvjrk (from template slice-96g) asks memory 96Gi of one "
+        "device; the largest memory capacity of a device it could use is 80Gi "
+        "(dra-share-2/gpu-0, dra-share-1/gpu-0; dra-excl-1/gpu-1 40Gi, dra-excl-1/gpu-0 40Gi, "
+        "dra-l4-1/gpu-3 24Gi, dra-l4-1/gpu-2 24Gi +2 more), even if all were free. Ask for "
+        "less, or get devices that large; waiting never helps.")
+    assert _evidence(verdict) == [
+        ("ResourceClaim infer/big-kv-gpu-bvjrk",
+         "spec.devices.requests[gpu].exactly.capacity.requests", "memory 96Gi")] + [
+        (f"ResourceSlice {slice_}", f"spec.devices[{device}].capacity",
+         f"memory {size} < 96Gi asked")
+        for slice_, device, size in (
+            ("dra-excl-1-gpu.nvidia.com-da4f2", "gpu-0", "40Gi"),
+            ("dra-excl-1-gpu.nvidia.com-da4f2", "gpu-1", "40Gi"),
+            ("dra-l4-1-gpu.nvidia.com-46379", "gpu-0", "24Gi"),
+            ("dra-l4-1-gpu.nvidia.com-46379", "gpu-1", "24Gi"),
+            ("dra-l4-1-gpu.nvidia.com-46379", "gpu-2", "24Gi"))] + [
+        ("Pod infer/big-kv", "scheduler message (preemption)",
+         "17 Preemption is not helpful for scheduling")]
+
+
+def test_four_sharers_one_reserved_for_no_pod(shared: Lists) -> None:
+    """chat-b consumes 20Gi now, and two batch claims 10Gi each (batch-1 reserved for no pod):
+    70Gi used as recorded, by four claims."""
+    chat_b = _dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
+    chat_b["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
+        "memory": "20Gi"}
+    for number, pod in ((1, None), (2, "chat-b")):
+        batch = copy.deepcopy(chat_b)
+        batch["metadata"]["name"] = f"batch-{number}"
+        result = batch["status"]["allocation"]["devices"]["results"][0]
+        result.update(consumedCapacity={"memory": "10Gi"},
+                      shareID=f"00000000-0000-4000-8000-00000000000{number}")
+        if pod is None:
+            batch["status"]["reservedFor"] = []
+        shared["dra"].append(batch)
+    verdict = _answer(shared)
+    assert verdict.action == (
+        f"{CHAT_C} (from template slice-20g) asks memory 20Gi of a shared device: "
+        "dra-share-1/gpu-0 (memory 80Gi) has 70Gi consumed by infer/chat-a-gpu-rxw97 (chat-a) "
+        "and infer/chat-b-gpu-sw5b4 (chat-b) and infer/batch-1 and infer/batch-2 (chat-b): "
+        f"10Gi left, 20Gi needed. {WAIT}")
+    assert _evidence(verdict) == [
+        (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "memory 20Gi"),
+        CHAT_A_SHARE,
+        ("ResourceClaim infer/chat-b-gpu-sw5b4", CONSUMED, "memory 20Gi of dra-share-1/gpu-0"),
+        ("ResourceClaim infer/batch-1", CONSUMED, "memory 10Gi of dra-share-1/gpu-0")]
