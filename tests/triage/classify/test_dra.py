@@ -163,6 +163,52 @@ def test_a_shared_claim_allocated_by_labels_names_no_node(dra: Lists) -> None:
          "other nodes"), SAID]
 
 
+MIG_MESSAGE = ("0/5 nodes are available: request mig: device class mig.nvidia.com does not "
+               "exist. no new claims to deallocate, preemption: 0/5 nodes are available: 5 "
+               "Preemption is not helpful for scheduling.")
+
+
+@pytest.mark.parametrize(("classes", "existing"), [
+    (["gpu.nvidia.com", "a100.example.com"], "a100.example.com, gpu.nvidia.com"),
+    ([], "none")])
+def test_a_missing_device_class_lists_the_classes_there_are(
+        dra: Lists, classes: list[str], existing: str) -> None:
+    model = _dra(dra, "DeviceClass", "gpu.nvidia.com")
+    dra["dra"].remove(model)
+    for name in classes:
+        device_class = copy.deepcopy(model)
+        device_class["metadata"]["name"] = name
+        dra["dra"].append(device_class)
+    verdict = _answer(dra, "serving/mig-1g")
+    missing = "request mig: device class mig.nvidia.com does not exist"
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"ResourceClaim serving/mig-1g-mig-s4mzp: {missing} (DeviceClasses: {existing}). Create "
+        "the DeviceClass (it comes with the DRA driver) or fix deviceClassName.")
+    assert _evidence(verdict) == [
+        ("ResourceClaim serving/mig-1g-mig-s4mzp",
+         "spec.devices.requests[mig].exactly.deviceClassName", missing),
+        ("DeviceClasses", "metadata.name", existing),
+        ("Pod serving/mig-1g", "scheduler message", MIG_MESSAGE)]
+
+
+def test_a_bound_pod_s_claim_allocated_nothing_anywhere_for_nobody(dra: Lists) -> None:
+    """holder-a's claim as a driver without node-local devices leaves it: allocated, with no
+    device result and no node selector, and no longer reserved."""
+    claim = _dra(dra, "ResourceClaim", "holder-a-gpu-8jq68")
+    allocation = claim["status"]["allocation"]
+    del allocation["nodeSelector"]
+    allocation["devices"]["results"] = []
+    claim["status"]["reservedFor"] = []
+    verdict = _answer(dra, "vision/holder-a")
+    assert verdict.cause == "scheduled"
+    assert _evidence(verdict) == [
+        ("Pod vision/holder-a", "spec.nodeName", "dra-a100-1"),
+        ("Pod vision/holder-a", "status.phase", "Running"),
+        ("ResourceClaim vision/holder-a-gpu-8jq68", "status.allocation / status.reservedFor",
+         "no device on any node; reserved for nobody")]
+
+
 # -- a selector gpuwhy cannot evaluate ------------------------------------------------------
 
 def test_an_unevaluated_selector_before_the_scheduler_spoke(dra: Lists) -> None:
