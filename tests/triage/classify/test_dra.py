@@ -228,6 +228,49 @@ def test_an_unevaluated_selector_before_the_scheduler_spoke(dra: Lists) -> None:
     assert _evidence(verdict) == [("Node/dra-a100-1", "selector not evaluated", reason)]
 
 
+def test_four_unevaluated_selectors_on_two_nodes(dra: Lists) -> None:
+    """Four requests, each with a selector on an attribute the devices do not publish: the
+    answer quotes the first, the evidence three, every node's detail all four."""
+    requests = _dra(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"]
+    model = requests.pop()
+    members = ["mig", "nvlink", "fabric", "ecc"]
+    for member in members:
+        request = copy.deepcopy(model)
+        request["name"] = member
+        request["exactly"]["selectors"] = [
+            {"cel": {"expression": f'device.attributes["gpu.nvidia.com"].{member} == true'}}]
+        requests.append(request)
+    _racks(dra, count=2, devices=1)
+    verdict = _answer(dra)
+    reasons = [f"vision/pinned-a-gpu-q8nlw request {m} selector "
+               f"device.attributes[\"gpu.nvidia.com\"].{m} == true: no such member in "
+               f"mapping: '{m}'" for m in members]
+    assert verdict.action == (
+        f"selector not evaluated: {reasons[0]}. gpuwhy cannot judge the devices against it, so "
+        f"it goes by the scheduler's word ({MESSAGE}).")
+    assert _evidence(verdict) == [
+        ("Node/rack-1", "selector not evaluated", r) for r in reasons[:3]] + [SAID]
+    assert {n.name: n.detail for n in verdict.nodes if n.name.startswith("rack-")} == {
+        name: "selector not evaluated: " + "; ".join(reasons) for name in ("rack-1", "rack-2")}
+
+
+def test_two_missing_claims_are_each_a_node_s_detail(dra: Lists) -> None:
+    pod = _pinned_a(dra)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "team-gpus"},
+                                     {"name": "more", "resourceClaimName": "team-more"}]
+    pod["status"].pop("resourceClaimStatuses")
+    verdict = _answer(dra)
+    missing = ["ResourceClaim vision/team-gpus does not exist (pod claim gpu)",
+               "ResourceClaim vision/team-more does not exist (pod claim more)"]
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"{missing[0]}, so the scheduler cannot even start on vision/pinned-a (and says nothing "
+        "about it). Create it, or fix the name in spec.resourceClaims.")
+    assert _evidence(verdict) == [
+        ("Pod vision/pinned-a", "spec.resourceClaims[].resourceClaimName", missing[0]), SAID]
+    assert {n.name: n.detail for n in verdict.nodes}["dra-a100-1"] == "; ".join(missing)
+
+
 # -- device taints ---------------------------------------------------------------------------
 
 def test_tainted_devices_on_five_nodes_list_four_and_the_request_s_tolerations(
