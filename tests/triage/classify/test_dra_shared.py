@@ -194,3 +194,50 @@ def test_four_sharers_one_reserved_for_no_pod(shared: Lists) -> None:
         CHAT_A_SHARE,
         ("ResourceClaim infer/chat-b-gpu-sw5b4", CONSUMED, "memory 20Gi of dra-share-1/gpu-0"),
         ("ResourceClaim infer/batch-1", CONSUMED, "memory 10Gi of dra-share-1/gpu-0")]
+
+
+def test_a_bound_claim_on_two_devices_one_shared_with_two_claims(shared: Lists) -> None:
+    """chat-a's claim, bound on dra-share-1, asks cores 20 and memory 30Gi of the shared gpu-0
+    (which publishes 100 cores now) and one whole GPU, gpu-1, a second, exclusive device of
+    the node; chat-b and a batch claim share gpu-0 with it."""
+    slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    gpu_0 = slice_["spec"]["devices"][0]
+    gpu_0["capacity"]["cores"] = {"value": "100"}
+    gpu_1 = copy.deepcopy(gpu_0)
+    gpu_1["name"] = "gpu-1"
+    del gpu_1["allowMultipleAllocations"]
+    slice_["spec"]["devices"].append(gpu_1)
+    claim = _dra(shared, "ResourceClaim", "chat-a-gpu-rxw97")
+    requests = claim["spec"]["devices"]["requests"]
+    whole = copy.deepcopy(requests[0])
+    whole["name"] = "whole"
+    del whole["exactly"]["capacity"]
+    requests[0]["exactly"]["capacity"]["requests"]["cores"] = "20"
+    requests.append(whole)
+    results = claim["status"]["allocation"]["devices"]["results"]
+    results[0]["consumedCapacity"] = {"cores": "20", "memory": "30Gi"}
+    results.insert(0, {"device": "gpu-1", "driver": "gpu.nvidia.com", "pool": "dra-share-1",
+                       "request": "whole"})
+    batch = copy.deepcopy(_dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4"))
+    batch["metadata"]["name"] = "batch-1"
+    batch["status"]["allocation"]["devices"]["results"][0].update(
+        consumedCapacity={"memory": "10Gi"}, shareID="00000000-0000-4000-8000-000000000001")
+    shared["dra"].append(batch)
+    verdict = _answer(shared, "infer/chat-a")
+    assert verdict.cause == "scheduled"
+    assert _evidence(verdict)[2] == (
+        "ResourceClaim infer/chat-a-gpu-rxw97", "status.allocation / status.reservedFor",
+        "gpu-1,gpu-0 on dra-share-1; reserved for chat-a; consumed cores 20, memory 30Gi of "
+        "gpu-0 (asked cores 20, memory 30Gi), shared with infer/chat-b-gpu-sw5b4, "
+        "infer/batch-1")
+
+
+def test_a_bound_claim_alone_on_a_shared_device_asking_no_amount(shared: Lists) -> None:
+    shared["dra"].remove(_dra(shared, "ResourceClaim", "chat-a-gpu-rxw97"))
+    shared["pods"].remove(find(shared["pods"], "chat-a", "infer"))
+    claim = _dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
+    del claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"]
+    verdict = _answer(shared, "infer/chat-b")
+    assert _evidence(verdict)[2] == (
+        "ResourceClaim infer/chat-b-gpu-sw5b4", "status.allocation / status.reservedFor",
+        "gpu-0 on dra-share-1; reserved for chat-b; consumed memory 40Gi of gpu-0")
