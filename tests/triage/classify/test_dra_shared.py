@@ -241,3 +241,26 @@ def test_a_bound_claim_alone_on_a_shared_device_asking_no_amount(shared: Lists) 
     assert _evidence(verdict)[2] == (
         "ResourceClaim infer/chat-b-gpu-sw5b4", "status.allocation / status.reservedFor",
         "gpu-0 on dra-share-1; reserved for chat-b; consumed memory 40Gi of gpu-0")
+
+
+def test_six_devices_lacking_a_capacity_list_four(shared: Lists) -> None:
+    claim = _dra(shared, "ResourceClaim", "big-kv-gpu-bvjrk")
+    claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"]["requests"]["cores"] = "1"
+    verdict = _answer(shared, "infer/big-kv")
+    lacks = "publishes no (readable) capacity cores"
+    devices = [("dra-excl-1", "gpu-0", "dra-excl-1-gpu.nvidia.com-da4f2"),
+               ("dra-excl-1", "gpu-1", "dra-excl-1-gpu.nvidia.com-da4f2"),
+               ("dra-l4-1", "gpu-0", "dra-l4-1-gpu.nvidia.com-46379"),
+               ("dra-l4-1", "gpu-1", "dra-l4-1-gpu.nvidia.com-46379")]
+    assert (verdict.cause, verdict.action) == (
+        "device-unfit",
+        "ResourceClaim infer/big-kv-gpu-bvjrk (from template slice-96g) asks cores 1, memory "
+        "96Gi of a shared device, and no device it could use takes that amount: "
+        + "; ".join(f"{node}/{device}: {lacks}" for node, device, _ in devices)
+        + ". The allocator rounds a request up to a valid amount, never beyond the largest: "
+        "ask for an amount the policy admits, or use devices whose policy does.")
+    assert _evidence(verdict) == [
+        ("ResourceClaim infer/big-kv-gpu-bvjrk",
+         "spec.devices.requests[gpu].exactly.capacity.requests", "cores 1, memory 96Gi")] + [
+        (f"ResourceSlice {slice_}", f"spec.devices[{device}].capacity", lacks)
+        for _, device, slice_ in devices]
