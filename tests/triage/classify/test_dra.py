@@ -125,9 +125,9 @@ def test_a_shared_claim_on_one_node_the_pod_cannot_reach(dra: Lists) -> None:
 
 def test_shared_claims_on_three_nodes_name_two_of_them(dra: Lists) -> None:
     """Beside finetune-1g's claim, pinned-a names two claims allocated for dra-l4-1 and
-    for cpu-1 and dra-a100-1: the answer names two claims' and two nodes' evidence."""
+    cpu-1, and for dra-a100-1: the answer names two claims' and two nodes' evidence."""
     _share_finetune_claim(dra)
-    for name, nodes in (("team-gpus", ["dra-l4-1"]), ("team-more", ["cpu-1", "dra-a100-1"])):
+    for name, nodes in (("team-gpus", ["dra-l4-1", "cpu-1"]), ("team-more", ["dra-a100-1"])):
         other = copy.deepcopy(_dra(dra, "ResourceClaim", "finetune-1g-gpu-7hfk8"))
         other["metadata"]["name"] = name
         other["status"]["allocation"]["devices"]["results"][0]["pool"] = nodes[0]
@@ -145,7 +145,7 @@ def test_shared_claims_on_three_nodes_name_two_of_them(dra: Lists) -> None:
     assert _evidence(verdict) == [
         ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
          "dra-a100-2"),
-        ("ResourceClaim vision/team-gpus", "status.allocation.nodeSelector", "dra-l4-1"),
+        ("ResourceClaim vision/team-gpus", "status.allocation.nodeSelector", "dra-l4-1, cpu-1"),
         ("Node/dra-a100-2", "selector-mismatch", "unmatched pool=a100-a"),
         ("Node/dra-l4-1", "selector-mismatch", "unmatched pool=a100-a"), SAID]
 
