@@ -508,7 +508,8 @@ def test_an_implicit_extended_resource_too_large_says_where_its_name_comes_from(
 
 def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
     """Every device of four racks is allocated to a claim of its own, reserved for
-    holder-a, but rack-1's gpu-0: its claim is allocated and reserved for no pod."""
+    holder-a, but rack-1's gpu-0: its claim is allocated and reserved for no pod; rack-2's
+    gpu-1 is reserved for holder-b too."""
     _racks(dra, count=4, devices=3)
     model = _dra(dra, "ResourceClaim", "holder-a-gpu-8jq68")
     for rack in range(1, 5):
@@ -523,13 +524,20 @@ def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
                 f"rack-{rack}"]
             if (rack, index) == (1, 0):
                 claim["status"]["reservedFor"] = []
+            if (rack, index) == (2, 1):  # a claim two pods share
+                claim["status"]["reservedFor"].append({
+                    "name": "holder-b", "resource": "pods",
+                    "uid": "5e3c0a4f-0000-4000-8000-0000000000b2"})
             dra["dra"].append(claim)
     verdict = _answer(dra)
 
+    def pods(rack: int, index: int, nobody: str) -> str:
+        return {(1, 0): nobody, (2, 1): "vision/holder-a, vision/holder-b"}.get(
+            (rack, index), "vision/holder-a")
+
     def held(rack: int) -> str:
         return (f"rack-{rack}: 3/3 matching device(s) allocated, to " + " and ".join(
-            f"claim vision/hold-{rack}-{i} (pod "
-            f"{'none reserved' if (rack, i) == (1, 0) else 'vision/holder-a'}, gpu-{i})"
+            f"claim vision/hold-{rack}-{i} (pod {pods(rack, i, 'none reserved')}, gpu-{i})"
             for i in range(3)) + "; it needs 1 × gpu.nvidia.com")
 
     assert (verdict.cause, verdict.action) == (
@@ -537,8 +545,7 @@ def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
         f"{held(1)}; {held(2)}; {held(3)}. Wait for them to finish, or add capacity.")
     assert _evidence(verdict) == [
         (f"ResourceClaim vision/hold-{rack}-{i}", "status.allocation.devices.results",
-         f"gpu-{i} on rack-{rack}; reservedFor "
-         f"{'nobody' if (rack, i) == (1, 0) else 'vision/holder-a'}")
+         f"gpu-{i} on rack-{rack}; reservedFor {pods(rack, i, 'nobody')}")
         for rack in (1, 2) for i in range(3)]
 
 

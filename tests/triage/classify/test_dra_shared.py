@@ -198,26 +198,34 @@ def test_four_sharers_one_reserved_for_no_pod(shared: Lists) -> None:
 
 def test_a_bound_claim_on_two_devices_one_shared_with_two_claims(shared: Lists) -> None:
     """chat-a's claim, bound on dra-share-1, asks cores 20 and memory 30Gi of the shared gpu-0
-    (which publishes 100 cores now) and one whole GPU, gpu-1, a second, exclusive device of
-    the node; chat-b and a batch claim share gpu-0 with it."""
+    (which publishes 100 cores now), one whole GPU, gpu-1, an exclusive device of the node, and
+    memory 10Gi of gpu-2, shared too; chat-b and a batch claim share gpu-0 with it."""
     slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
     gpu_0 = slice_["spec"]["devices"][0]
     gpu_0["capacity"]["cores"] = {"value": "100"}
     gpu_1 = copy.deepcopy(gpu_0)
     gpu_1["name"] = "gpu-1"
     del gpu_1["allowMultipleAllocations"]
-    slice_["spec"]["devices"].append(gpu_1)
+    gpu_2 = copy.deepcopy(gpu_0)
+    gpu_2["name"] = "gpu-2"
+    slice_["spec"]["devices"] += [gpu_1, gpu_2]
     claim = _dra(shared, "ResourceClaim", "chat-a-gpu-rxw97")
     requests = claim["spec"]["devices"]["requests"]
     whole = copy.deepcopy(requests[0])
     whole["name"] = "whole"
     del whole["exactly"]["capacity"]
+    more = copy.deepcopy(requests[0])
+    more["name"] = "more"
+    more["exactly"]["capacity"]["requests"]["memory"] = "10Gi"
     requests[0]["exactly"]["capacity"]["requests"]["cores"] = "20"
-    requests.append(whole)
+    requests += [whole, more]
     results = claim["status"]["allocation"]["devices"]["results"]
     results[0]["consumedCapacity"] = {"cores": "20", "memory": "30Gi"}
     results.insert(0, {"device": "gpu-1", "driver": "gpu.nvidia.com", "pool": "dra-share-1",
                        "request": "whole"})
+    results.append({"device": "gpu-2", "driver": "gpu.nvidia.com", "pool": "dra-share-1",
+                    "request": "more", "consumedCapacity": {"memory": "10Gi"},
+                    "shareID": "00000000-0000-4000-8000-000000000002"})
     batch = copy.deepcopy(_dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4"))
     batch["metadata"]["name"] = "batch-1"
     batch["status"]["allocation"]["devices"]["results"][0].update(
@@ -227,9 +235,10 @@ def test_a_bound_claim_on_two_devices_one_shared_with_two_claims(shared: Lists) 
     assert verdict.cause == "scheduled"
     assert _evidence(verdict)[2] == (
         "ResourceClaim infer/chat-a-gpu-rxw97", "status.allocation / status.reservedFor",
-        "gpu-1,gpu-0 on dra-share-1; reserved for chat-a; consumed cores 20, memory 30Gi of "
-        "gpu-0 (asked cores 20, memory 30Gi), shared with infer/chat-b-gpu-sw5b4, "
-        "infer/batch-1")
+        "gpu-1,gpu-0,gpu-2 on dra-share-1; reserved for chat-a; consumed cores 20, memory "
+        "30Gi of gpu-0 (asked cores 20, memory 30Gi, memory 10Gi), shared with "
+        "infer/chat-b-gpu-sw5b4, infer/batch-1; consumed memory 10Gi of gpu-2 (asked cores 20, "
+        "memory 30Gi, memory 10Gi)")
 
 
 def test_a_bound_claim_alone_on_a_shared_device_asking_no_amount(shared: Lists) -> None:
