@@ -273,3 +273,19 @@ def test_six_devices_lacking_a_capacity_list_four(shared: Lists) -> None:
          "spec.devices.requests[gpu].exactly.capacity.requests", "cores 1, memory 96Gi")] + [
         (f"ResourceSlice {slice_}", f"spec.devices[{device}].capacity", lacks)
         for _, device, slice_ in devices]
+
+
+def test_more_cores_than_the_one_device_has_is_too_large(shared: Lists) -> None:
+    slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    slice_["spec"]["devices"][0]["capacity"]["cores"] = {"value": "100"}
+    _chat_c_request(shared)["exactly"]["capacity"]["requests"]["cores"] = "200"
+    verdict = _answer(shared)
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        f"{CHAT_C} (from template slice-20g) asks cores 200, memory 20Gi of one device; the "
+        "largest cores capacity of a device it could use is 100 (dra-share-1/gpu-0), even if "
+        "all were free. Ask for less, or get devices that large; waiting never helps.")
+    assert _evidence(verdict)[:2] == [
+        (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "cores 200, memory 20Gi"),
+        ("ResourceSlice dra-share-1-gpu.nvidia.com-4ec3d", "spec.devices[gpu-0].capacity",
+         "cores 100 < 200 asked")]
