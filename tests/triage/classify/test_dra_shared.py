@@ -293,11 +293,12 @@ def test_more_cores_than_the_one_device_has_is_too_large(shared: Lists) -> None:
 
 def test_four_used_up_devices_list_three_and_the_capacity_short(shared: Lists) -> None:
     """dra-share-1 publishes 10 cores per GPU now, and three more shared GPUs, each with 70Gi
-    consumed by a fill claim (fill-1 serves chat-a and chat-b). chat-c asks every core of a
-    GPU and 20Gi: cores fit (10 of 10 left), memory does not."""
+    consumed by a fill claim (fill-1 serves chat-a and chat-b); chat-a consumes 2 cores of gpu-0.
+    chat-c asks every core of a GPU and 20Gi: gpu-0 is short of cores, the others (10 of 10
+    cores left) of memory."""
     slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
     gpu_0 = slice_["spec"]["devices"][0]
-    gpu_0["capacity"]["cores"] = {"value": "10"}
+    gpu_0["capacity"] = {"cores": {"value": "10"}, **gpu_0["capacity"]}  # judged first
     model = _dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
     for index in (1, 2, 3):
         device = copy.deepcopy(gpu_0)
@@ -312,17 +313,21 @@ def test_four_used_up_devices_list_three_and_the_capacity_short(shared: Lists) -
             fill["status"]["reservedFor"].insert(0, copy.deepcopy(
                 _dra(shared, "ResourceClaim", "chat-a-gpu-rxw97")["status"]["reservedFor"][0]))
         shared["dra"].append(fill)
+    chat_a = _dra(shared, "ResourceClaim", "chat-a-gpu-rxw97")
+    chat_a["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
+        "cores": "2", "memory": "30Gi"}
     _chat_c_request(shared)["exactly"]["capacity"]["requests"]["cores"] = "10"
     verdict = _answer(shared)
     assert (verdict.cause, verdict.action) == (
         "exhausted",
         f"{CHAT_C} (from template slice-20g) asks cores 10, memory 20Gi of a shared device: "
-        f"dra-share-1/gpu-0 (memory 80Gi) has 70Gi consumed by {SHARERS}: 10Gi left, 20Gi "
-        "needed; dra-share-1/gpu-1 (memory 80Gi) has 70Gi consumed by infer/fill-1 (chat-a, "
+        f"dra-share-1/gpu-0 (cores 10) has 2 consumed by {SHARERS}: 8 left, 10 needed; "
+        "dra-share-1/gpu-1 (memory 80Gi) has 70Gi consumed by infer/fill-1 (chat-a, "
         "chat-b): 10Gi left, 20Gi needed; dra-share-1/gpu-2 (memory 80Gi) has 70Gi consumed by "
         f"infer/fill-2 (chat-b): 10Gi left, 20Gi needed. {WAIT}")
     assert _evidence(verdict) == [
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "cores 10, memory 20Gi"),
-        CHAT_A_SHARE, CHAT_B_SHARE,
+        ("ResourceClaim infer/chat-a-gpu-rxw97", CONSUMED,
+         "cores 2, memory 30Gi of dra-share-1/gpu-0"), CHAT_B_SHARE,
         ("ResourceClaim infer/fill-1", CONSUMED, "memory 70Gi of dra-share-1/gpu-1"),
         ("ResourceClaim infer/fill-2", CONSUMED, "memory 70Gi of dra-share-1/gpu-2")]
