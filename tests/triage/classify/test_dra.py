@@ -607,37 +607,32 @@ def _binding_on_rack(lists: Lists, failed: bool, named: bool) -> None:
 HELD = "; ".join(f"claim vision/pinned-a-gpu-q8nlw: gpu-{i}" for i in range(4))
 
 
-def test_a_binding_pod_waiting_for_five_devices_names_four_and_two_conditions(
-        dra: Lists) -> None:
-    _binding_on_rack(dra, failed=False, named=True)
-    verdict = _answer(dra)
-    waiting = [f"gpu-{i}: FabricAttached (not reported yet)" for i in range(5)]
-    assert (verdict.cause, verdict.action) == (
-        "other-constraint",
-        f"the scheduler allocated {HELD} on rack-1 and waits for the devices to be ready before "
-        f"it binds vision/pinned-a ({'; '.join(waiting[:2])}). Devices that must be attached "
-        "first take a while; if it lasts past the scheduler's binding timeout, look at the DRA "
-        "driver (gpu.nvidia.com).")
-    assert _evidence(verdict) == [
-        ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)", f"{HELD} on rack-1"),
-        ("ResourceClaim status.devices[].conditions", "bindingConditions",
-         "; ".join(waiting[:4]))]
+_WAITING = [f"gpu-{i}: FabricAttached (not reported yet)" for i in range(5)]
+_FAILED = [f"gpu-{i}: FabricAttachFailed (True: PortDown: switch port {i})" for i in range(5)]
 
 
-def test_a_binding_failure_on_a_node_chosen_by_labels(dra: Lists) -> None:
-    _binding_on_rack(dra, failed=True, named=False)
+@pytest.mark.parametrize(("failed", "named", "action", "field", "conditions"), [
+    (False, True,
+     f"the scheduler allocated {HELD} on rack-1 and waits for the devices to be ready before it "
+     f"binds vision/pinned-a ({'; '.join(_WAITING[:2])}). Devices that must be attached first "
+     "take a while; if it lasts past the scheduler's binding timeout, look at the DRA driver "
+     "(gpu.nvidia.com).", "bindingConditions", _WAITING),
+    (True, False,
+     f"the scheduler allocated {HELD} on its node for vision/pinned-a, but the driver reports a "
+     f"binding failure ({'; '.join(_FAILED[:2])}): the scheduler releases the devices and tries "
+     "again. If it keeps failing, look at the DRA driver (gpu.nvidia.com) for those devices.",
+     "bindingFailureConditions", _FAILED)])
+def test_a_binding_pod_on_five_devices_names_four_and_two_conditions(
+        dra: Lists, failed: bool, named: bool, action: str, field: str,
+        conditions: list[str]) -> None:
+    """Waiting on a node the allocation names, and failed on one it chose by labels."""
+    _binding_on_rack(dra, failed=failed, named=named)
     verdict = _answer(dra)
-    failed = [f"gpu-{i}: FabricAttachFailed (True: PortDown: switch port {i})" for i in range(5)]
-    assert (verdict.cause, verdict.action) == (
-        "other-constraint",
-        f"the scheduler allocated {HELD} on its node for vision/pinned-a, but the driver reports "
-        f"a binding failure ({'; '.join(failed[:2])}): the scheduler releases the devices and "
-        "tries again. If it keeps failing, look at the DRA driver (gpu.nvidia.com) for those "
-        "devices.")
+    assert (verdict.cause, verdict.action) == ("other-constraint", action)
     assert _evidence(verdict) == [
-        ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)", f"{HELD} on its node"),
-        ("ResourceClaim status.devices[].conditions", "bindingFailureConditions",
-         "; ".join(failed[:4]))]
+        ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)",
+         f"{HELD} on {'rack-1' if named else 'its node'}"),
+        ("ResourceClaim status.devices[].conditions", field, "; ".join(conditions[:4]))]
 
 
 def test_the_drop_functions_carry_their_stage_s_name() -> None:

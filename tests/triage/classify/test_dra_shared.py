@@ -139,9 +139,13 @@ def test_a_refused_amount_on_a_device_others_share_names_them(shared: Lists) -> 
          refused)]
 
 
-def test_six_smaller_devices_list_four_and_count_the_rest(shared: Lists) -> None:
+@pytest.mark.parametrize(("joined", "listed"), [
+    ((2,), "dra-l4-1/gpu-2 24Gi, dra-l4-1/gpu-1 24Gi +1 more"),
+    ((2, 3), "dra-l4-1/gpu-3 24Gi, dra-l4-1/gpu-2 24Gi +2 more")])
+def test_more_smaller_devices_than_four_list_four_and_count_the_rest(
+        shared: Lists, joined: tuple[int, ...], listed: str) -> None:
     l4 = _dra(shared, "ResourceSlice", "dra-l4-1-gpu.nvidia.com-46379")
-    for index in (2, 3):  # two more L4s join dra-l4-1
+    for index in joined:  # more L4s join dra-l4-1
         device = copy.deepcopy(l4["spec"]["devices"][0])
         device["name"] = f"gpu-{index}"
         l4["spec"]["devices"].append(device)
@@ -151,8 +155,8 @@ def test_six_smaller_devices_list_four_and_count_the_rest(shared: Lists) -> None
         "ResourceClaim infer/big-kv-gpu-bvjrk (from template slice-96g) asks memory 96Gi of one "
         "device; the largest memory capacity of a device it could use is 80Gi "
         "(dra-share-2/gpu-0, dra-share-1/gpu-0; dra-excl-1/gpu-1 40Gi, dra-excl-1/gpu-0 40Gi, "
-        "dra-l4-1/gpu-3 24Gi, dra-l4-1/gpu-2 24Gi +2 more), even if all were free. Ask for "
-        "less, or get devices that large; waiting never helps.")
+        f"{listed}), even if all were free. Ask for less, or get devices that large; waiting "
+        "never helps.")
     assert _evidence(verdict) == [
         ("ResourceClaim infer/big-kv-gpu-bvjrk",
          "spec.devices.requests[gpu].exactly.capacity.requests", "memory 96Gi")] + [
