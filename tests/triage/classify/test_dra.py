@@ -16,17 +16,14 @@ import pytest
 from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
 from tests.paths import FIXTURES
-from triage.classify import triage
+from tests.triage.classify.dra_objects import Lists, answer, dra_object, evidence_of
 from triage.classify.checks.dra import (
     drop_dra_device_unfit,
     drop_dra_exhausted,
     drop_dra_no_device,
     drop_dra_too_large,
 )
-from triage.refs import parse_ref
-from triage.snapshot import Snapshot
 
-Lists = dict[str, list[dict[str, Any]]]
 MESSAGE = ("0/5 nodes are available: 1 cannot allocate all claims, 4 node(s) didn't match Pod's "
            "node affinity/selector. still not schedulable, preemption: 0/5 nodes are available: "
            "5 Preemption is not helpful for scheduling.")
@@ -43,15 +40,7 @@ def dra() -> Lists:
 
 
 def _answer(lists: Lists, ref: str = "vision/pinned-a") -> Verdict:
-    return triage(Snapshot(**copy.deepcopy(lists)), parse_ref(ref))
-
-
-def _evidence(verdict: Verdict) -> list[tuple[str, str, str]]:
-    return [(e.object, e.field, e.value) for e in verdict.evidence]
-
-
-def _dra(lists: Lists, kind: str, name: str) -> dict[str, Any]:
-    return next(o for o in lists["dra"] if o["kind"] == kind and o["metadata"]["name"] == name)
+    return answer(lists, ref)
 
 
 def _pinned_a(lists: Lists) -> dict[str, Any]:
@@ -60,7 +49,7 @@ def _pinned_a(lists: Lists) -> dict[str, Any]:
 
 def _request(lists: Lists) -> dict[str, Any]:
     """pinned-a's one request (count 1 of gpu.nvidia.com), as its claim holds it."""
-    claim = _dra(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim = dra_object(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
     request: dict[str, Any] = claim["spec"]["devices"]["requests"][0]
     return request
 
@@ -70,7 +59,7 @@ def _racks(lists: Lists, count: int, devices: int, published: bool = True) -> li
     with a ResourceSlice of ``devices`` A100s gpu-0, gpu-1, ... (none when not published), as
     when a rack of nodes joins and its DRA driver starts."""
     template = find(lists["nodes"], "dra-a100-2")
-    slice_ = _dra(lists, "ResourceSlice", "dra-a100-2-gpu.nvidia.com-24092")
+    slice_ = dra_object(lists, "ResourceSlice", "dra-a100-2-gpu.nvidia.com-24092")
     names = []
     for number in range(1, count + 1):
         name = f"rack-{number}"
@@ -106,7 +95,7 @@ def _share_finetune_claim(lists: Lists) -> dict[str, Any]:
     pod = _pinned_a(lists)
     pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "finetune-1g-gpu-7hfk8"}]
     pod["status"].pop("resourceClaimStatuses")
-    return _dra(lists, "ResourceClaim", "finetune-1g-gpu-7hfk8")
+    return dra_object(lists, "ResourceClaim", "finetune-1g-gpu-7hfk8")
 
 
 def test_a_shared_claim_on_one_node_the_pod_cannot_reach(dra: Lists) -> None:
@@ -117,7 +106,7 @@ def test_a_shared_claim_on_one_node_the_pod_cannot_reach(dra: Lists) -> None:
         "claim vision/finetune-1g-gpu-7hfk8 is already allocated for dra-a100-2, and "
         "vision/pinned-a cannot use it: dra-a100-2 is excluded (selector-mismatch: unmatched "
         f"pool=a100-a). {NOT_AVAILABLE}")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
          "dra-a100-2"),
         ("Node/dra-a100-2", "selector-mismatch", "unmatched pool=a100-a"), SAID]
@@ -128,7 +117,7 @@ def test_shared_claims_on_three_nodes_name_two_of_them(dra: Lists) -> None:
     cpu-1, and for dra-a100-1: the answer names two claims' and two nodes' evidence."""
     _share_finetune_claim(dra)
     for name, nodes in (("team-gpus", ["dra-l4-1", "cpu-1"]), ("team-more", ["dra-a100-1"])):
-        other = copy.deepcopy(_dra(dra, "ResourceClaim", "finetune-1g-gpu-7hfk8"))
+        other = copy.deepcopy(dra_object(dra, "ResourceClaim", "finetune-1g-gpu-7hfk8"))
         other["metadata"]["name"] = name
         other["status"]["allocation"]["devices"]["results"][0]["pool"] = nodes[0]
         other["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0][
@@ -142,7 +131,7 @@ def test_shared_claims_on_three_nodes_name_two_of_them(dra: Lists) -> None:
         "allocated for dra-a100-2, dra-l4-1, cpu-1, dra-a100-1, and vision/pinned-a cannot use "
         "them: dra-a100-2 is excluded (selector-mismatch: unmatched pool=a100-a); dra-l4-1 is "
         f"excluded (selector-mismatch: unmatched pool=a100-a). {NOT_AVAILABLE}")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
          "dra-a100-2"),
         ("ResourceClaim vision/team-gpus", "status.allocation.nodeSelector", "dra-l4-1, cpu-1"),
@@ -158,7 +147,7 @@ def test_a_shared_claim_allocated_by_labels_names_no_node(dra: Lists) -> None:
     assert verdict.action == (
         "claim vision/finetune-1g-gpu-7hfk8 is already allocated for other nodes, and "
         f"vision/pinned-a cannot use them. {NOT_AVAILABLE}")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim vision/finetune-1g-gpu-7hfk8", "status.allocation.nodeSelector",
          "other nodes"), SAID]
 
@@ -173,7 +162,7 @@ MIG_MESSAGE = ("0/5 nodes are available: request mig: device class mig.nvidia.co
     ([], "none")])
 def test_a_missing_device_class_lists_the_classes_there_are(
         dra: Lists, classes: list[str], existing: str) -> None:
-    model = _dra(dra, "DeviceClass", "gpu.nvidia.com")
+    model = dra_object(dra, "DeviceClass", "gpu.nvidia.com")
     dra["dra"].remove(model)
     for name in classes:
         device_class = copy.deepcopy(model)
@@ -185,7 +174,7 @@ def test_a_missing_device_class_lists_the_classes_there_are(
         "other-constraint",
         f"ResourceClaim serving/mig-1g-mig-s4mzp: {missing} (DeviceClasses: {existing}). Create "
         "the DeviceClass (it comes with the DRA driver) or fix deviceClassName.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim serving/mig-1g-mig-s4mzp",
          "spec.devices.requests[mig].exactly.deviceClassName", missing),
         ("DeviceClasses", "metadata.name", existing),
@@ -195,14 +184,14 @@ def test_a_missing_device_class_lists_the_classes_there_are(
 def test_a_bound_pod_s_claim_allocated_nothing_anywhere_for_nobody(dra: Lists) -> None:
     """holder-a's claim as a driver without node-local devices leaves it: allocated, with no
     device result and no node selector, and no longer reserved."""
-    claim = _dra(dra, "ResourceClaim", "holder-a-gpu-8jq68")
+    claim = dra_object(dra, "ResourceClaim", "holder-a-gpu-8jq68")
     allocation = claim["status"]["allocation"]
     del allocation["nodeSelector"]
     allocation["devices"]["results"] = []
     claim["status"]["reservedFor"] = []
     verdict = _answer(dra, "vision/holder-a")
     assert verdict.cause == "scheduled"
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("Pod vision/holder-a", "spec.nodeName", "dra-a100-1"),
         ("Pod vision/holder-a", "status.phase", "Running"),
         ("ResourceClaim vision/holder-a-gpu-8jq68", "status.allocation / status.reservedFor",
@@ -225,13 +214,13 @@ def test_an_unevaluated_selector_before_the_scheduler_spoke(dra: Lists) -> None:
         "other-constraint",
         f"selector not evaluated: {reason}. gpuwhy cannot judge the devices against it, so it "
         "goes by the scheduler's word (it has said nothing yet).")
-    assert _evidence(verdict) == [("Node/dra-a100-1", "selector not evaluated", reason)]
+    assert evidence_of(verdict) == [("Node/dra-a100-1", "selector not evaluated", reason)]
 
 
 def test_four_unevaluated_selectors_on_two_nodes(dra: Lists) -> None:
     """Four requests, each with a selector on an attribute the devices do not publish: the
     answer quotes the first, the evidence three, every node's detail all four."""
-    requests = _dra(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"]
+    requests = dra_object(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"]
     model = requests.pop()
     members = ["mig", "nvlink", "fabric", "ecc"]
     for member in members:
@@ -248,7 +237,7 @@ def test_four_unevaluated_selectors_on_two_nodes(dra: Lists) -> None:
     assert verdict.action == (
         f"selector not evaluated: {reasons[0]}. gpuwhy cannot judge the devices against it, so "
         f"it goes by the scheduler's word ({MESSAGE}).")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("Node/rack-1", "selector not evaluated", r) for r in reasons[:3]] + [SAID]
     assert {n.name: n.detail for n in verdict.nodes if n.name.startswith("rack-")} == {
         name: "selector not evaluated: " + "; ".join(reasons) for name in ("rack-1", "rack-2")}
@@ -266,7 +255,7 @@ def test_two_missing_claims_are_each_a_node_s_detail(dra: Lists) -> None:
         "other-constraint",
         f"{missing[0]}, so the scheduler cannot even start on vision/pinned-a (and says nothing "
         "about it). Create it, or fix the name in spec.resourceClaims.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("Pod vision/pinned-a", "spec.resourceClaims[].resourceClaimName", missing[0]), SAID]
     assert {n.name: n.detail for n in verdict.nodes}["dra-a100-1"] == "; ".join(missing)
 
@@ -296,7 +285,7 @@ def test_tainted_devices_on_five_nodes_list_four_and_the_request_s_tolerations(
         "marked them unusable (often unhealthy): repair them or remove the taint; tolerate it "
         "in the request (exactly.tolerations), and only if the devices are fit to use.")
     taints = f"{taint} example.com/ecc:NoExecute"  # every taint of the device
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}", "spec.devices[].taints",
          f"rack-{n}: gpu-0 {taints}, gpu-1 {taints}, gpu-2 {taints}, gpu-3 {taints}")
         for n in range(1, 5)] + [
@@ -312,7 +301,7 @@ def _two_requests(lists: Lists, count: int) -> None:
     request["exactly"]["count"] = count
     second = copy.deepcopy(request)
     second["name"] = "gpu-b"
-    _dra(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"].append(
+    dra_object(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"].append(
         second)
 
 
@@ -325,7 +314,7 @@ def test_requests_too_large_together_on_six_nodes(dra: Lists) -> None:
         "too-large",
         "; ".join(f"rack-{n}: {why}" for n in range(1, 5))
         + ". Split the job or get a node with that many devices; waiting never helps.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (f"Node/rack-{n}", "ResourceSlices and claim allocations", why) for n in range(1, 6)
     ] + [PREEMPTION]
 
@@ -338,7 +327,7 @@ def test_requests_exhausted_together_name_what_holds_the_node(dra: Lists) -> Non
            "to claim vision/finetune-1g-gpu-7hfk8 (pod vision/finetune-1g): gpu-0")
     assert (verdict.cause, verdict.action) == (
         "exhausted", f"dra-a100-2: {why}. Wait for the holders to finish, or add capacity.")
-    assert _evidence(verdict)[0] == (
+    assert evidence_of(verdict)[0] == (
         "Node/dra-a100-2", "ResourceSlices and claim allocations", why)
 
 
@@ -358,7 +347,7 @@ def test_six_nodes_without_a_driver_list_five(dra: Lists) -> None:
         f"rack-1{present}; rack-2{product}; rack-3{present}; rack-4{product}; rack-5. The DRA "
         "driver is not running there (or publishes nothing): restore the DRA driver's kubelet "
         "plugin on rack-1, rack-2, rack-3, rack-4, rack-5.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (f"Node/rack-{n}", "ResourceSlices (spec.nodeName / nodeSelector)",
          "no gpu.nvidia.com device") for n in range(1, 6)] + [
         ("DeviceClass gpu.nvidia.com", "spec.selectors", 'device.driver == "gpu.nvidia.com"'),
@@ -371,10 +360,10 @@ def test_three_classes_no_node_publishes_show_two_classes_selectors(dra: Lists) 
     gpu.nvidia.com (two selectors now) and one of an AMD class. rack-1 publishes nothing: the
     first request fails there; rack-2 publishes only an AMD GPU: the first takes it, the
     second finds none; rack-3 one NVIDIA GPU: only the third finds none."""
-    gpu = _dra(dra, "DeviceClass", "gpu.nvidia.com")
+    gpu = dra_object(dra, "DeviceClass", "gpu.nvidia.com")
     gpu["spec"]["selectors"].append(
         {"cel": {"expression": 'device.attributes["gpu.nvidia.com"].type == "gpu"'}})
-    requests = _dra(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"]
+    requests = dra_object(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"]
     for position, name, selectors in ((0, "all-devices.example.com", []), (2, "mi300.amd.com", [
             {"cel": {"expression": 'device.driver == "gpu.amd.com"'}}])):
         device_class = copy.deepcopy(gpu)
@@ -386,8 +375,9 @@ def test_three_classes_no_node_publishes_show_two_classes_selectors(dra: Lists) 
         request["exactly"]["deviceClassName"] = name
         requests.insert(position, request)
     _racks(dra, count=3, devices=1)
-    dra["dra"].remove(_dra(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001"))
-    _dra(dra, "ResourceSlice", "rack-2-gpu.nvidia.com-00002")["spec"]["driver"] = "gpu.amd.com"
+    dra["dra"].remove(dra_object(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001"))
+    amd_only = dra_object(dra, "ResourceSlice", "rack-2-gpu.nvidia.com-00002")
+    amd_only["spec"]["driver"] = "gpu.amd.com"
     verdict = _answer(dra)
     wanted = "all-devices.example.com or gpu.nvidia.com or mi300.amd.com"
     labelled = " although its GFD labels say NVIDIA-A100-SXM4-80GB"
@@ -396,7 +386,7 @@ def test_three_classes_no_node_publishes_show_two_classes_selectors(dra: Lists) 
         f"no matching node publishes a {wanted} device in its ResourceSlices: rack-1{labelled}; "
         f"rack-2{labelled}; rack-3{labelled}. The DRA driver is not running there (or "
         "publishes nothing): restore the DRA driver's kubelet plugin on rack-1, rack-2, rack-3.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (f"Node/rack-{n}", "ResourceSlices (spec.nodeName / nodeSelector)", f"no {wanted} device")
         for n in (1, 2, 3)] + [
         ("DeviceClass all-devices.example.com", "spec.selectors", "none (every device)"),
@@ -411,7 +401,7 @@ def test_three_classes_no_node_publishes_show_two_classes_selectors(dra: Lists) 
 def test_five_nodes_whose_devices_fail_the_selectors_list_four(dra: Lists) -> None:
     _racks(dra, count=5, devices=2)
     # rack-1's driver publishes its two GPUs in two slices of one pool
-    first = _dra(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")
+    first = dra_object(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")
     second = copy.deepcopy(first)
     second["metadata"]["name"] = "rack-1-gpu.nvidia.com-10001"
     second["spec"]["devices"] = [first["spec"]["devices"].pop()]
@@ -430,7 +420,7 @@ def test_five_nodes_whose_devices_fail_the_selectors_list_four(dra: Lists) -> No
         + "; ".join(f"rack-{n} has 2 × NVIDIA A100-SXM4-80GB, memory 80Gi" for n in range(1, 5))
         + ". Relax the selector, or send the pod to nodes whose devices meet it (show devices "
         "lists them).")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.requests[gpu].exactly.selectors",
          both)] + [
         (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}"
@@ -441,7 +431,7 @@ def test_five_nodes_whose_devices_fail_the_selectors_list_four(dra: Lists) -> No
 def test_seven_nodes_too_small_list_the_largest_four_and_the_others(dra: Lists) -> None:
     _racks(dra, count=7, devices=3)
     for number, keep in ((1, 2), (2, 1)):
-        slice_ = _dra(dra, "ResourceSlice", f"rack-{number}-gpu.nvidia.com-0000{number}")
+        slice_ = dra_object(dra, "ResourceSlice", f"rack-{number}-gpu.nvidia.com-0000{number}")
         del slice_["spec"]["devices"][keep:]
     _request(dra)["exactly"]["count"] = 4
     verdict = _answer(dra)
@@ -451,7 +441,7 @@ def test_seven_nodes_too_small_list_the_largest_four_and_the_others(dra: Lists) 
         "gpu.nvidia.com; the most any node you can use has is 3 (rack-3, rack-4, rack-5, "
         "rack-6; rack-1 has 2; rack-2 has 1), even if all were free. Split the job or get a "
         "node with that many devices; waiting never helps.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.requests[gpu].exactly.count",
          "4")] + [
         (f"ResourceSlice rack-{n}-gpu.nvidia.com-0000{n}", "spec.devices[]",
@@ -471,7 +461,7 @@ def test_a_first_available_request_too_large_names_its_alternative_s_field(
         "ResourceClaim vision/pinned-a-gpu-q8nlw (from template one-gpu) asks 3 × "
         "gpu.nvidia.com; the most any node you can use has is 2 (rack-1, rack-2), even if all "
         "were free. Split the job or get a node with that many devices; waiting never helps.")
-    assert _evidence(verdict)[0] == (
+    assert evidence_of(verdict)[0] == (
         "ResourceClaim vision/pinned-a-gpu-q8nlw",
         "spec.devices.requests[gpu].firstAvailable[trio].count", "3")
 
@@ -479,10 +469,10 @@ def test_a_first_available_request_too_large_names_its_alternative_s_field(
 def test_a_claim_not_generated_yet_points_into_its_template(dra: Lists) -> None:
     pod = find(dra["pods"], "big-8g", "vision")
     pod["status"].pop("resourceClaimStatuses")
-    dra["dra"].remove(_dra(dra, "ResourceClaim", "big-8g-gpu-4nr9w"))
+    dra["dra"].remove(dra_object(dra, "ResourceClaim", "big-8g-gpu-4nr9w"))
     verdict = _answer(dra, "vision/big-8g")
     assert verdict.action.startswith("ResourceClaimTemplate vision/eight-gpus asks 8 × ")
-    assert _evidence(verdict)[0] == (
+    assert evidence_of(verdict)[0] == (
         "ResourceClaimTemplate vision/eight-gpus", "spec.spec.devices.requests[gpu].exactly.count",
         "8")
 
@@ -500,7 +490,7 @@ def test_an_implicit_extended_resource_too_large_says_where_its_name_comes_from(
         "DeviceClass gpu.nvidia.com) asks 7 × gpu.nvidia.com; the most any node you can use "
         "has is 6 (dra-a100-1), even if all were free. Split the job or get a node with that "
         "many devices; waiting never helps.")
-    assert _evidence(verdict)[0] == (
+    assert evidence_of(verdict)[0] == (
         "Pod serving/ext-implicit",
         "effective request deviceclass.resource.kubernetes.io/gpu.nvidia.com",
         "7, served through DeviceClass gpu.nvidia.com (its implicit extended resource name)")
@@ -511,7 +501,7 @@ def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
     holder-a, but rack-1's gpu-0: its claim is allocated and reserved for no pod; rack-2's
     gpu-1 is reserved for holder-b too."""
     _racks(dra, count=4, devices=3)
-    model = _dra(dra, "ResourceClaim", "holder-a-gpu-8jq68")
+    model = dra_object(dra, "ResourceClaim", "holder-a-gpu-8jq68")
     for rack in range(1, 5):
         for index in range(3):
             claim = copy.deepcopy(model)
@@ -543,21 +533,22 @@ def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
     assert (verdict.cause, verdict.action) == (
         "exhausted",
         f"{held(1)}; {held(2)}; {held(3)}. Wait for them to finish, or add capacity.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (f"ResourceClaim vision/hold-{rack}-{i}", "status.allocation.devices.results",
          f"gpu-{i} on rack-{rack}; reservedFor {pods(rack, i, 'nobody')}")
         for rack in (1, 2) for i in range(3)]
 
 
 def test_a_non_gpu_request_no_node_can_serve_on_six_nodes(dra: Lists) -> None:
-    nic = copy.deepcopy(_dra(dra, "DeviceClass", "gpu.nvidia.com"))
+    nic = copy.deepcopy(dra_object(dra, "DeviceClass", "gpu.nvidia.com"))
     nic["metadata"]["name"] = "nic.example.com"
     nic["spec"]["selectors"] = [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]
     dra["dra"].append(nic)
     request = copy.deepcopy(_request(dra))
     request["name"] = "nic"
     request["exactly"]["deviceClassName"] = "nic.example.com"
-    _dra(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")["spec"]["devices"]["requests"].append(request)
+    claim = dra_object(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim["spec"]["devices"]["requests"].append(request)
     _racks(dra, count=6, devices=1)
     verdict = _answer(dra)
     why = ("non-GPU claim cannot be allocated: no nic.example.com device published for the "
@@ -567,7 +558,7 @@ def test_a_non_gpu_request_no_node_can_serve_on_six_nodes(dra: Lists) -> None:
         "GPU-wise a node fits, but a claim of vision/pinned-a that is not a GPU cannot be "
         "allocated: " + "; ".join(f"rack-{n}: {why}" for n in range(1, 5))
         + ". Fix that claim or its DRA driver.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (f"Node/rack-{n}", "ResourceSlices and claim allocations", why) for n in range(1, 6)
     ] + [SAID]
 
@@ -583,14 +574,15 @@ def _binding_on_rack(lists: Lists, failed: bool, named: bool) -> None:
     pod = _pinned_a(lists)
     pod["status"].pop("conditions")
     lists["events"] = [e for e in lists["events"] if e["involvedObject"]["name"] != "pinned-a"]
-    for device in _dra(lists, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")["spec"]["devices"]:
+    rack = dra_object(lists, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")
+    for device in rack["spec"]["devices"]:
         device.update(bindingConditions=["FabricAttached"],
                       bindingFailureConditions=["FabricAttachFailed"])
     selector = ({"matchFields": [{"key": "metadata.name", "operator": "In",
                                   "values": ["rack-1"]}]} if named else
                 {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["rack"]}]})
     devices = [f"gpu-{i}" for i in range(5)]
-    claim = _dra(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim = dra_object(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
     claim["status"] = {
         "allocation": {"devices": {"results": [
             {"device": d, "driver": "gpu.nvidia.com", "pool": "rack-1", "request": "gpu"}
@@ -629,7 +621,7 @@ def test_a_binding_pod_on_five_devices_names_four_and_two_conditions(
     _binding_on_rack(dra, failed=failed, named=named)
     verdict = _answer(dra)
     assert (verdict.cause, verdict.action) == ("other-constraint", action)
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)",
          f"{HELD} on {'rack-1' if named else 'its node'}"),
         ("ResourceClaim status.devices[].conditions", field, "; ".join(conditions[:4]))]

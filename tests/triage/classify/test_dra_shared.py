@@ -16,11 +16,8 @@ import pytest
 
 from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
-from triage.classify import triage
-from triage.refs import parse_ref
-from triage.snapshot import Snapshot
+from tests.triage.classify.dra_objects import Lists, answer, dra_object, evidence_of
 
-Lists = dict[str, list[dict[str, Any]]]
 CHAT_C = "ResourceClaim infer/chat-c-gpu-7jsvl"
 SHARERS = "infer/chat-a-gpu-rxw97 (chat-a) and infer/chat-b-gpu-sw5b4 (chat-b)"
 WAIT = "Wait for a sharing claim to be released, ask for less, or add devices."
@@ -37,25 +34,17 @@ def shared() -> Lists:
 
 
 def _answer(lists: Lists, ref: str = "infer/chat-c") -> Verdict:
-    return triage(Snapshot(**copy.deepcopy(lists)), parse_ref(ref))
-
-
-def _evidence(verdict: Verdict) -> list[tuple[str, str, str]]:
-    return [(e.object, e.field, e.value) for e in verdict.evidence]
-
-
-def _dra(lists: Lists, kind: str, name: str) -> dict[str, Any]:
-    return next(o for o in lists["dra"] if o["kind"] == kind and o["metadata"]["name"] == name)
+    return answer(lists, ref)
 
 
 def _chat_c_request(lists: Lists) -> dict[str, Any]:
-    claim = _dra(lists, "ResourceClaim", "chat-c-gpu-7jsvl")
+    claim = dra_object(lists, "ResourceClaim", "chat-c-gpu-7jsvl")
     request: dict[str, Any] = claim["spec"]["devices"]["requests"][0]
     return request
 
 
 def test_a_claim_not_generated_yet_is_read_from_its_template(shared: Lists) -> None:
-    shared["dra"].remove(_dra(shared, "ResourceClaim", "chat-c-gpu-7jsvl"))
+    shared["dra"].remove(dra_object(shared, "ResourceClaim", "chat-c-gpu-7jsvl"))
     find(shared["pods"], "chat-c", "infer")["status"].pop("resourceClaimStatuses")
     verdict = _answer(shared)
     assert (verdict.cause, verdict.action) == (
@@ -63,7 +52,7 @@ def test_a_claim_not_generated_yet_is_read_from_its_template(shared: Lists) -> N
         "ResourceClaimTemplate infer/slice-20g asks memory 20Gi of a shared device: "
         f"dra-share-1/gpu-0 (memory 80Gi) has 70Gi consumed by {SHARERS}: 10Gi left, 20Gi "
         f"needed. {WAIT}")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaimTemplate infer/slice-20g",
          "spec.spec.devices.requests[gpu].exactly.capacity.requests", "memory 20Gi"),
         CHAT_A_SHARE, CHAT_B_SHARE]
@@ -79,14 +68,14 @@ def test_a_first_available_alternative_names_its_field(shared: Lists) -> None:
         f"{CHAT_C} (from template slice-20g) asks memory 20Gi of a shared device: "
         f"dra-share-1/gpu-0 (memory 80Gi) has 70Gi consumed by {SHARERS}: 10Gi left, 20Gi "
         f"needed. {WAIT}")
-    assert _evidence(verdict)[0] == (
+    assert evidence_of(verdict)[0] == (
         CHAT_C, "spec.devices.requests[gpu].firstAvailable[slice].capacity.requests",
         "memory 20Gi")
 
 
 def test_a_request_naming_no_amount_takes_the_policy_default(shared: Lists) -> None:
     del _chat_c_request(shared)["exactly"]["capacity"]
-    chat_b = _dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
+    chat_b = dra_object(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
     chat_b["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
         "memory": "50Gi"}  # 30Gi + 50Gi: nothing left for the default 10Gi
     verdict = _answer(shared)
@@ -95,7 +84,7 @@ def test_a_request_naming_no_amount_takes_the_policy_default(shared: Lists) -> N
         f"{CHAT_C} (from template slice-20g) asks its policy default of a shared device: "
         f"dra-share-1/gpu-0 (memory 80Gi) has 80Gi consumed by {SHARERS}: 0 left, 10Gi "
         f"needed. {WAIT}")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "its policy default"),
         CHAT_A_SHARE, ("ResourceClaim infer/chat-b-gpu-sw5b4", CONSUMED,
                        "memory 50Gi of dra-share-1/gpu-0")]
@@ -111,7 +100,7 @@ def test_a_capacity_the_device_does_not_publish_is_device_unfit(shared: Lists) -
         "(readable) capacity cores. The allocator rounds a request up to a valid amount, never "
         "beyond the largest: ask for an amount the policy admits, or use devices whose policy "
         "does.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests",
          "cores 50, memory 20Gi"),  # by name, as the capacity rows keep them
         ("ResourceSlice dra-share-1-gpu.nvidia.com-4ec3d", "spec.devices[gpu-0].capacity",
@@ -119,7 +108,7 @@ def test_a_capacity_the_device_does_not_publish_is_device_unfit(shared: Lists) -
 
 
 def test_a_refused_amount_on_a_device_others_share_names_them(shared: Lists) -> None:
-    slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    slice_ = dra_object(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
     slice_["spec"]["devices"][0]["capacity"]["memory"]["requestPolicy"] = {
         "default": "10Gi", "validValues": ["10Gi", "30Gi", "40Gi"]}
     _chat_c_request(shared)["exactly"]["capacity"]["requests"]["memory"] = "50Gi"
@@ -133,7 +122,7 @@ def test_a_refused_amount_on_a_device_others_share_names_them(shared: Lists) -> 
         "(infer/chat-a-gpu-rxw97, infer/chat-b-gpu-sw5b4 share it). The allocator rounds a "
         "request up to a valid amount, never beyond the largest: ask for an amount the "
         "policy admits, or use devices whose policy does.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "memory 50Gi"),
         ("ResourceSlice dra-share-1-gpu.nvidia.com-4ec3d", "spec.devices[gpu-0].capacity",
          refused)]
@@ -144,7 +133,7 @@ def test_a_refused_amount_on_a_device_others_share_names_them(shared: Lists) -> 
     ((2, 3), "dra-l4-1/gpu-3 24Gi, dra-l4-1/gpu-2 24Gi +2 more")])
 def test_more_smaller_devices_than_four_list_four_and_count_the_rest(
         shared: Lists, joined: tuple[int, ...], listed: str) -> None:
-    l4 = _dra(shared, "ResourceSlice", "dra-l4-1-gpu.nvidia.com-46379")
+    l4 = dra_object(shared, "ResourceSlice", "dra-l4-1-gpu.nvidia.com-46379")
     for index in joined:  # more L4s join dra-l4-1
         device = copy.deepcopy(l4["spec"]["devices"][0])
         device["name"] = f"gpu-{index}"
@@ -157,7 +146,7 @@ def test_more_smaller_devices_than_four_list_four_and_count_the_rest(
         "(dra-share-2/gpu-0, dra-share-1/gpu-0; dra-excl-1/gpu-1 40Gi, dra-excl-1/gpu-0 40Gi, "
         f"{listed}), even if all were free. Ask for less, or get devices that large; waiting "
         "never helps.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim infer/big-kv-gpu-bvjrk",
          "spec.devices.requests[gpu].exactly.capacity.requests", "memory 96Gi")] + [
         (f"ResourceSlice {slice_}", f"spec.devices[{device}].capacity",
@@ -175,7 +164,7 @@ def test_more_smaller_devices_than_four_list_four_and_count_the_rest(
 def test_four_sharers_one_reserved_for_no_pod(shared: Lists) -> None:
     """chat-b consumes 20Gi now, and two batch claims 10Gi each (batch-1 reserved for no pod):
     70Gi used as recorded, by four claims."""
-    chat_b = _dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
+    chat_b = dra_object(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
     chat_b["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
         "memory": "20Gi"}
     for number, pod in ((1, None), (2, "chat-b")):
@@ -193,7 +182,7 @@ def test_four_sharers_one_reserved_for_no_pod(shared: Lists) -> None:
         "dra-share-1/gpu-0 (memory 80Gi) has 70Gi consumed by infer/chat-a-gpu-rxw97 (chat-a) "
         "and infer/chat-b-gpu-sw5b4 (chat-b) and infer/batch-1 and infer/batch-2 (chat-b): "
         f"10Gi left, 20Gi needed. {WAIT}")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "memory 20Gi"),
         CHAT_A_SHARE,
         ("ResourceClaim infer/chat-b-gpu-sw5b4", CONSUMED, "memory 20Gi of dra-share-1/gpu-0"),
@@ -204,7 +193,7 @@ def test_a_bound_claim_on_two_devices_one_shared_with_two_claims(shared: Lists) 
     """chat-a's claim, bound on dra-share-1, asks cores 20 and memory 30Gi of the shared gpu-0
     (which publishes 100 cores now), one whole GPU, gpu-1, an exclusive device of the node, and
     memory 10Gi of gpu-2, shared too; chat-b and a batch claim share gpu-0 with it."""
-    slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    slice_ = dra_object(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
     gpu_0 = slice_["spec"]["devices"][0]
     gpu_0["capacity"]["cores"] = {"value": "100"}
     gpu_1 = copy.deepcopy(gpu_0)
@@ -213,7 +202,7 @@ def test_a_bound_claim_on_two_devices_one_shared_with_two_claims(shared: Lists) 
     gpu_2 = copy.deepcopy(gpu_0)
     gpu_2["name"] = "gpu-2"
     slice_["spec"]["devices"] += [gpu_1, gpu_2]
-    claim = _dra(shared, "ResourceClaim", "chat-a-gpu-rxw97")
+    claim = dra_object(shared, "ResourceClaim", "chat-a-gpu-rxw97")
     requests = claim["spec"]["devices"]["requests"]
     whole = copy.deepcopy(requests[0])
     whole["name"] = "whole"
@@ -230,14 +219,14 @@ def test_a_bound_claim_on_two_devices_one_shared_with_two_claims(shared: Lists) 
     results.append({"device": "gpu-2", "driver": "gpu.nvidia.com", "pool": "dra-share-1",
                     "request": "more", "consumedCapacity": {"memory": "10Gi"},
                     "shareID": "00000000-0000-4000-8000-000000000002"})
-    batch = copy.deepcopy(_dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4"))
+    batch = copy.deepcopy(dra_object(shared, "ResourceClaim", "chat-b-gpu-sw5b4"))
     batch["metadata"]["name"] = "batch-1"
     batch["status"]["allocation"]["devices"]["results"][0].update(
         consumedCapacity={"memory": "10Gi"}, shareID="00000000-0000-4000-8000-000000000001")
     shared["dra"].append(batch)
     verdict = _answer(shared, "infer/chat-a")
     assert verdict.cause == "scheduled"
-    assert _evidence(verdict)[2] == (
+    assert evidence_of(verdict)[2] == (
         "ResourceClaim infer/chat-a-gpu-rxw97", "status.allocation / status.reservedFor",
         "gpu-1,gpu-0,gpu-2 on dra-share-1; reserved for chat-a; consumed cores 20, memory "
         "30Gi of gpu-0 (asked cores 20, memory 30Gi, memory 10Gi), shared with "
@@ -246,18 +235,18 @@ def test_a_bound_claim_on_two_devices_one_shared_with_two_claims(shared: Lists) 
 
 
 def test_a_bound_claim_alone_on_a_shared_device_asking_no_amount(shared: Lists) -> None:
-    shared["dra"].remove(_dra(shared, "ResourceClaim", "chat-a-gpu-rxw97"))
+    shared["dra"].remove(dra_object(shared, "ResourceClaim", "chat-a-gpu-rxw97"))
     shared["pods"].remove(find(shared["pods"], "chat-a", "infer"))
-    claim = _dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
+    claim = dra_object(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
     del claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"]
     verdict = _answer(shared, "infer/chat-b")
-    assert _evidence(verdict)[2] == (
+    assert evidence_of(verdict)[2] == (
         "ResourceClaim infer/chat-b-gpu-sw5b4", "status.allocation / status.reservedFor",
         "gpu-0 on dra-share-1; reserved for chat-b; consumed memory 40Gi of gpu-0")
 
 
 def test_six_devices_lacking_a_capacity_list_four(shared: Lists) -> None:
-    claim = _dra(shared, "ResourceClaim", "big-kv-gpu-bvjrk")
+    claim = dra_object(shared, "ResourceClaim", "big-kv-gpu-bvjrk")
     claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"]["requests"]["cores"] = "1"
     verdict = _answer(shared, "infer/big-kv")
     lacks = "publishes no (readable) capacity cores"
@@ -272,7 +261,7 @@ def test_six_devices_lacking_a_capacity_list_four(shared: Lists) -> None:
         + "; ".join(f"{node}/{device}: {lacks}" for node, device, _ in devices)
         + ". The allocator rounds a request up to a valid amount, never beyond the largest: "
         "ask for an amount the policy admits, or use devices whose policy does.")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         ("ResourceClaim infer/big-kv-gpu-bvjrk",
          "spec.devices.requests[gpu].exactly.capacity.requests", "cores 1, memory 96Gi")] + [
         (f"ResourceSlice {slice_}", f"spec.devices[{device}].capacity", lacks)
@@ -280,7 +269,7 @@ def test_six_devices_lacking_a_capacity_list_four(shared: Lists) -> None:
 
 
 def test_more_cores_than_the_one_device_has_is_too_large(shared: Lists) -> None:
-    slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    slice_ = dra_object(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
     slice_["spec"]["devices"][0]["capacity"]["cores"] = {"value": "100"}
     _chat_c_request(shared)["exactly"]["capacity"]["requests"]["cores"] = "200"
     verdict = _answer(shared)
@@ -289,7 +278,7 @@ def test_more_cores_than_the_one_device_has_is_too_large(shared: Lists) -> None:
         f"{CHAT_C} (from template slice-20g) asks cores 200, memory 20Gi of one device; the "
         "largest cores capacity of a device it could use is 100 (dra-share-1/gpu-0), even if "
         "all were free. Ask for less, or get devices that large; waiting never helps.")
-    assert _evidence(verdict)[:2] == [
+    assert evidence_of(verdict)[:2] == [
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "cores 200, memory 20Gi"),
         ("ResourceSlice dra-share-1-gpu.nvidia.com-4ec3d", "spec.devices[gpu-0].capacity",
          "cores 100 < 200 asked")]
@@ -300,10 +289,10 @@ def test_four_used_up_devices_list_three_and_the_capacity_short(shared: Lists) -
     consumed by a fill claim (fill-1 serves chat-a and chat-b); chat-a consumes 2 cores of gpu-0.
     chat-c asks every core of a GPU and 20Gi: gpu-0 is short of cores, the others (10 of 10
     cores left) of memory."""
-    slice_ = _dra(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
+    slice_ = dra_object(shared, "ResourceSlice", "dra-share-1-gpu.nvidia.com-4ec3d")
     gpu_0 = slice_["spec"]["devices"][0]
     gpu_0["capacity"] = {"cores": {"value": "10"}, **gpu_0["capacity"]}  # judged first
-    model = _dra(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
+    model = dra_object(shared, "ResourceClaim", "chat-b-gpu-sw5b4")
     for index in (1, 2, 3):
         device = copy.deepcopy(gpu_0)
         device["name"] = f"gpu-{index}"
@@ -314,10 +303,11 @@ def test_four_used_up_devices_list_three_and_the_capacity_short(shared: Lists) -
             device=f"gpu-{index}", consumedCapacity={"memory": "70Gi"},
             shareID=f"00000000-0000-4000-8000-00000000000{index}")
         if index == 1:
-            fill["status"]["reservedFor"].insert(0, copy.deepcopy(
-                _dra(shared, "ResourceClaim", "chat-a-gpu-rxw97")["status"]["reservedFor"][0]))
+            chat_a_pod = dra_object(shared, "ResourceClaim", "chat-a-gpu-rxw97")["status"][
+                "reservedFor"][0]
+            fill["status"]["reservedFor"].insert(0, copy.deepcopy(chat_a_pod))
         shared["dra"].append(fill)
-    chat_a = _dra(shared, "ResourceClaim", "chat-a-gpu-rxw97")
+    chat_a = dra_object(shared, "ResourceClaim", "chat-a-gpu-rxw97")
     chat_a["status"]["allocation"]["devices"]["results"][0]["consumedCapacity"] = {
         "cores": "2", "memory": "30Gi"}
     _chat_c_request(shared)["exactly"]["capacity"]["requests"]["cores"] = "10"
@@ -329,7 +319,7 @@ def test_four_used_up_devices_list_three_and_the_capacity_short(shared: Lists) -
         "dra-share-1/gpu-1 (memory 80Gi) has 70Gi consumed by infer/fill-1 (chat-a, "
         "chat-b): 10Gi left, 20Gi needed; dra-share-1/gpu-2 (memory 80Gi) has 70Gi consumed by "
         f"infer/fill-2 (chat-b): 10Gi left, 20Gi needed. {WAIT}")
-    assert _evidence(verdict) == [
+    assert evidence_of(verdict) == [
         (CHAT_C, "spec.devices.requests[gpu].exactly.capacity.requests", "cores 10, memory 20Gi"),
         ("ResourceClaim infer/chat-a-gpu-rxw97", CONSUMED,
          "cores 2, memory 30Gi of dra-share-1/gpu-0"), CHAT_B_SHARE,
