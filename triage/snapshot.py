@@ -16,7 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scoring.dra import Inventory
+from scoring.dra import DraRows, Inventory, dra_rows
 from scoring.nodetable import NodeColumns, NodeInfo, node_columns, node_table
 from scoring.objects import K8sObject, is_terminated, object_key
 
@@ -230,12 +230,18 @@ class Snapshot:
                 self.__dict__[name] = source.__dict__[name]  # a cached_property's own slot
         return self
 
+    @cached_property
+    def dra_rows(self) -> DraRows:
+        """The DRA objects as rows, built once."""
+        with bulk_parse(freeze=False):  # the rows made here all live on: no collection
+            return dra_rows(self.dra)
+
     def dra_inventory(self, gpu_drivers: tuple[str, ...]) -> Inventory:
-        """The DRA objects indexed once, selector results memoised for this Snapshot."""
+        """The DRA rows indexed once, selector results memoised for this Snapshot."""
         inventory = self._dra_inventories.get(gpu_drivers)
         if inventory is None:
-            with bulk_parse(freeze=False):  # the rows made here all live on: no collection
-                inventory = Inventory(self.dra, gpu_drivers)
+            with bulk_parse(freeze=False):  # the indexes made here live on: no collection
+                inventory = Inventory(self.dra_rows, gpu_drivers)
             self._dra_inventories[gpu_drivers] = inventory
         return inventory
 
@@ -361,7 +367,7 @@ class Snapshot:
 
 # Snapshot's cached indexes of what no pod changes (see ``keeping_pod_free_indexes``)
 _POD_FREE_INDEXES = ("_nodes_by_name", "node_table", "node_columns", "_node_infos_by_name",
-                     "_dra_inventories", "queue_index")
+                     "dra_rows", "_dra_inventories", "queue_index")
 
 
 class PodsNotRead(Exception):

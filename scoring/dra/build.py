@@ -6,7 +6,7 @@ its claim references. Everything after this reads the rows."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -46,8 +46,15 @@ IMPLICIT_EXTENDED_PREFIX = "deviceclass.resource.kubernetes.io/"
 BLOCKING_DEVICE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
-def dra_rows(objects: Iterable[K8sObject]) -> DraRows:
-    """The DRA objects among ``objects`` as rows; of each pool only its newest generation."""
+DraRow = DeviceClassRow | ClaimRow | ClaimSpec | SliceRow
+# a row kept from an earlier build of this very object (the watch cache's), or None
+KeptRow = Callable[[K8sObject], DraRow | None]
+
+
+def dra_rows(objects: Iterable[K8sObject], kept: KeptRow | None = None) -> DraRows:
+    """The DRA objects among ``objects`` as rows; of each pool only its newest generation.
+    ``kept`` hands back the row an object already has (a slice a DeviceTaintRule touches is
+    a new copy: its row is built again)."""
     classes: dict[str, DeviceClassRow] = {}
     claims: dict[tuple[str, str], ClaimRow] = {}
     templates: dict[tuple[str, str], ClaimSpec] = {}
@@ -55,16 +62,16 @@ def dra_rows(objects: Iterable[K8sObject]) -> DraRows:
     listed = list(objects)
     for obj in listed:
         kind = obj.get("kind")
-        if kind == "DeviceClass":
-            classes[object_key(obj)[1]] = _device_class(obj)
-        elif kind == "ResourceClaim":
-            claims[object_key(obj)] = _claim(obj)
-        elif kind == "ResourceClaimTemplate":
-            namespace, name = object_key(obj)
-            templates[(namespace, name)] = claim_spec(
-                (obj.get("spec") or {}).get("spec") or {}, f"template {namespace}/{name}")
-        elif kind == "ResourceSlice":
+        if kind == "ResourceSlice":
             slices.append(obj)
+        elif kind in ROW_BUILDERS:
+            row = _row(obj, kind, kept)
+            if isinstance(row, DeviceClassRow):
+                classes[object_key(obj)[1]] = row
+            elif isinstance(row, ClaimRow):
+                claims[object_key(obj)] = row
+            elif isinstance(row, ClaimSpec):
+                templates[object_key(obj)] = row
     current = with_rule_taints(current_generation(slices), listed)
     counter_sets = {
         (str(spec.get("driver", "")), str((spec.get("pool") or {}).get("name", "")),
@@ -72,8 +79,15 @@ def dra_rows(objects: Iterable[K8sObject]) -> DraRows:
         for resource_slice in current
         for spec in [resource_slice.get("spec") or {}]
         for counter_set in spec.get("sharedCounters") or [] if isinstance(counter_set, Mapping)}
-    return DraRows(classes, claims, templates, tuple(slice_row(s) for s in current),
+    return DraRows(classes, claims, templates,
+                   tuple(row for s in current
+                         if isinstance(row := _row(s, "ResourceSlice", kept), SliceRow)),
                    counter_sets)
+
+
+def _row(obj: K8sObject, kind: str, kept: KeptRow | None) -> DraRow:
+    row = kept(obj) if kept is not None else None
+    return row if row is not None else ROW_BUILDERS[kind](obj)
 
 
 def serves_extended(objects: Iterable[K8sObject], asked: Iterable[str]) -> bool:
@@ -269,7 +283,7 @@ def _int(value: Any) -> int:
 
 # -- DeviceClasses, claims and templates ------------------------------------------------------
 
-def _device_class(obj: K8sObject) -> DeviceClassRow:
+def device_class_row(obj: K8sObject) -> DeviceClassRow:
     spec = obj.get("spec") or {}
     extended = spec.get("extendedResourceName")
     return DeviceClassRow(object_key(obj)[1], cel_expressions(spec.get("selectors")),
@@ -321,7 +335,13 @@ def capacity_requests(spec: Mapping[str, Any]) -> tuple[tuple[str, Decimal], ...
                  if (value := quantity_or_none(raw)) is not None)
 
 
-def _claim(obj: K8sObject) -> ClaimRow:
+def template_row(obj: K8sObject) -> ClaimSpec:
+    """A ResourceClaimTemplate's claim spec (its ``spec.spec``)."""
+    namespace, name = object_key(obj)
+    return claim_spec((obj.get("spec") or {}).get("spec") or {}, f"template {namespace}/{name}")
+
+
+def claim_row(obj: K8sObject) -> ClaimRow:
     namespace, name = object_key(obj)
     status = obj.get("status") or {}
     allocation = status.get("allocation") or {}
@@ -389,3 +409,10 @@ def template_claim_refs(spec: Mapping[str, Any],
                                 str(template) if template else None,
                                 str(generated) if generated else None))
     return tuple(refs)
+
+
+# The row each kind of DRA object becomes (DeviceTaintRules become none: they add taints to
+# the slices' devices while the rows are put together).
+ROW_BUILDERS: dict[str, Callable[[K8sObject], DraRow]] = {
+    "DeviceClass": device_class_row, "ResourceClaim": claim_row,
+    "ResourceClaimTemplate": template_row, "ResourceSlice": slice_row}

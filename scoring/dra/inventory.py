@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from scoring.cel.error import SelectorError
 from scoring.dra.build import (
     IMPLICIT_EXTENDED_PREFIX,
-    dra_rows,
     pod_claim_refs,
     template_claim_refs,
 )
@@ -25,12 +24,12 @@ from scoring.dra.rows import (
     ClaimSpec,
     CounterKey,
     DeviceKey,
+    DraRows,
     PodClaimRef,
     Request,
     SliceDevice,
     SliceRow,
 )
-from scoring.objects import K8sObject
 from scoring.verdict import Device
 
 if TYPE_CHECKING:
@@ -39,12 +38,11 @@ if TYPE_CHECKING:
 
 
 class Inventory:
-    """The DRA objects of one Snapshot as rows, indexed once; selector results memoised per
-    device."""
+    """The DRA rows of one Snapshot (``scoring.dra.build.dra_rows``, or the watch cache's
+    kept ones) indexed once; selector results memoised per device."""
 
-    def __init__(self, objects: Iterable[K8sObject], gpu_drivers: Iterable[str]) -> None:
+    def __init__(self, rows: DraRows, gpu_drivers: Iterable[str]) -> None:
         self.gpu_drivers = tuple(gpu_drivers)
-        rows = dra_rows(objects)
         self.classes = rows.classes
         self.claims = rows.claims
         self.templates = rows.templates

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from scoring.dra import (
     UNEVALUATED,
     ClaimSet,
     Inventory,
+    dra_rows,
 )
 from scoring.nodetable import node_info
 from tests.conftest import slice_uuids
@@ -39,6 +41,10 @@ DRA = _items("dra.json")
 UUIDS = slice_uuids("dra-basics")
 NODES = {n["metadata"]["name"]: node_info(n) for n in _items("nodes.json")}
 PODS = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in _items("pods.json")}
+
+
+def inventory_of(objects: Iterable[dict[str, Any]], drivers: Iterable[str]) -> Inventory:
+    return Inventory(dra_rows(objects), drivers)
 
 
 def _find(kind: str, namespace: str, prefix: str) -> dict[str, Any]:
@@ -62,7 +68,7 @@ def _unallocated_pod(claim_spec: dict[str, Any], extra: list[dict[str, Any]] | N
     objects = copy.deepcopy(DRA)
     claim = next(o for o in objects if o["metadata"]["name"].startswith("pinned-a-gpu-"))
     claim["spec"] = claim_spec
-    return Inventory(objects + (extra or []), DEFAULT_GPU_DRIVERS), _pod("vision", "pinned-a")
+    return inventory_of(objects + (extra or []), DEFAULT_GPU_DRIVERS), _pod("vision", "pinned-a")
 
 
 def _exactly(name: str, count: int = 1, selectors: tuple[str, ...] = (),
@@ -75,7 +81,7 @@ def _exactly(name: str, count: int = 1, selectors: tuple[str, ...] = (),
     return {"name": name, "exactly": exactly}
 
 
-INVENTORY = Inventory(DRA, DEFAULT_GPU_DRIVERS)
+INVENTORY = inventory_of(DRA, DEFAULT_GPU_DRIVERS)
 
 
 def test_recorded_pods_stage_by_node() -> None:
@@ -146,11 +152,11 @@ def test_several_claims_of_one_pod_fit_together_or_not_at_all() -> None:
     pod = _pod("vision", "pinned-a")
     pod["spec"]["resourceClaims"].append({"name": "extra", "resourceClaimName":
                                           "pinned-a-extra-abcde"})
-    inventory = Inventory([*objects, second], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*objects, second], DEFAULT_GPU_DRIVERS)
     stages = _stages(inventory, pod)
     assert stages["dra-a100-2"] is None  # 1 + 2 of 3 free
     second["spec"]["devices"]["requests"][0]["exactly"]["count"] = 3
-    inventory = Inventory([*objects, second], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*objects, second], DEFAULT_GPU_DRIVERS)
     assert _stages(inventory, pod)["dra-a100-2"] == EXHAUSTED  # 1 + 3 of 3 free
     assert _stages(inventory, pod)["dra-l4-1"] == TOO_LARGE  # 1 + 3 of 2
 
@@ -234,7 +240,7 @@ def test_only_the_newest_pool_generation_counts() -> None:
     new["metadata"]["name"] = "dra-l4-1-gpu.nvidia.com-new"
     new["spec"]["pool"]["generation"] = old["spec"]["pool"].get("generation", 0) + 1
     new["spec"]["devices"] = new["spec"]["devices"][:1]
-    inventory = Inventory([*objects, new], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*objects, new], DEFAULT_GPU_DRIVERS)
     assert [d.name for d in inventory.devices_for(NODES["dra-l4-1"])] == ["gpu-0"]
 
 
@@ -245,12 +251,12 @@ def test_slices_for_selected_or_all_nodes() -> None:
     shared["spec"]["pool"]["name"] = "fabric"
     shared["spec"]["nodeSelector"] = {"nodeSelectorTerms": [{"matchExpressions": [
         {"key": "pool", "operator": "In", "values": ["gpu-spare"]}]}]}
-    inventory = Inventory([*DRA, shared], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*DRA, shared], DEFAULT_GPU_DRIVERS)
     assert len(inventory.devices_for(NODES["gpu-spare-1"])) == 2
     assert len(inventory.devices_for(NODES["cpu-1"])) == 0
     shared["spec"].pop("nodeSelector")
     shared["spec"]["allNodes"] = True
-    inventory = Inventory([*DRA, shared], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*DRA, shared], DEFAULT_GPU_DRIVERS)
     assert len(inventory.devices_for(NODES["cpu-1"])) == 2
 
 
@@ -279,7 +285,7 @@ def test_gpu_classes_follow_the_configured_drivers(drivers: tuple[str, ...],
     nic = copy.deepcopy(_find("DeviceClass", "", "gpu.nvidia.com"))
     nic["metadata"]["name"] = "nic"
     nic["spec"]["selectors"] = [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]
-    inventory = Inventory([*DRA, nic], drivers)
+    inventory = inventory_of([*DRA, nic], drivers)
     assert inventory.is_gpu_class("nic") is expected
     assert inventory.is_gpu_class("gpu.nvidia.com") is not expected
 
@@ -310,13 +316,13 @@ def _class(name: str, created: str, extended: str | None = None) -> dict[str, An
 ])
 def test_the_class_serving_an_extended_resource(classes: list[tuple[str, str, str]],
                                                 resource: str, expected: str | None) -> None:
-    inventory = Inventory([*DRA, *(_class(*c) for c in classes)], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*DRA, *(_class(*c) for c in classes)], DEFAULT_GPU_DRIVERS)
     assert inventory.extended_class(resource) == expected
 
 
 def _extended_set() -> ClaimSet:
-    inventory = Inventory([*DRA, _class("dp.example.com", "2026-12-01T09:00:00Z",
-                                        "nvidia.com/gpu")], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*DRA, _class("dp.example.com", "2026-12-01T09:00:00Z",
+                                           "nvidia.com/gpu")], DEFAULT_GPU_DRIVERS)
     pod = _pod("serving", "legacy-gpu")
     return ClaimSet(inventory, [], inventory.extended_claims(pod, {"nvidia.com/gpu": 2}))
 
@@ -386,7 +392,7 @@ def test_tainted_devices_are_skipped_unless_tolerated(effect: str,
     request["count"] = 2
     if tolerations:
         request["tolerations"] = tolerations
-    inventory = Inventory([*items, claim], DEFAULT_GPU_DRIVERS)
+    inventory = inventory_of([*items, claim], DEFAULT_GPU_DRIVERS)
     fit = inventory.fit(inventory.pod_claims(_pod_using_l4_pair()), NODES["dra-l4-1"])
     assert fit.stage == stage
     if stage == DEVICE_UNFIT:
@@ -406,7 +412,7 @@ def test_a_taint_on_some_devices_leaves_the_others_usable() -> None:
 
     def stage(count: int) -> str | None:
         request["count"] = count
-        inventory = Inventory(items, DEFAULT_GPU_DRIVERS)
+        inventory = inventory_of(items, DEFAULT_GPU_DRIVERS)
         return inventory.fit(inventory.pod_claims(pod), NODES["dra-a100-2"]).stage
     # dra-a100-2: gpu-0 is finetune-1g's, gpu-3 tainted; gpu-1 and gpu-2 are free
     assert [stage(n) for n in (2, 3, 4, 5)] == [None, EXHAUSTED, DEVICE_UNFIT, TOO_LARGE]
@@ -441,7 +447,7 @@ def _partitioned(gpu0_allocated: bool, pair_count: int | None = None) -> Invento
     if pair_count is not None:
         claim = next(i for i in items if i["metadata"]["name"].startswith("pinned-a-gpu-"))
         claim["spec"]["devices"]["requests"][0]["exactly"]["count"] = pair_count
-    return Inventory(items, DEFAULT_GPU_DRIVERS)
+    return inventory_of(items, DEFAULT_GPU_DRIVERS)
 
 
 def _pair_on_a100_2(gpu0_allocated: bool, count: int) -> Any:

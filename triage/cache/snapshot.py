@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
 
+from scoring.dra import DraRows, dra_rows
 from scoring.nodetable import NodeColumns, NodeInfo, node_table
 from scoring.objects import K8sObject, object_key
 from scoring.rows import PodRow
+from triage.cache.dra import DraView
 from triage.cache.pods import Amounts
 from triage.pods import Holdings, merge_pods
 from triage.rows import Rows
@@ -44,6 +46,17 @@ class IndexedSnapshot(Snapshot):
     cached_nodes_of_fetched: frozenset[str] = frozenset()
     # the cache's row of a pod it holds (PodStore.row_of), None for a copy fetched fresh
     cached_rows: Callable[[K8sObject], PodRow | None] | None = None
+    kept_dra: DraView | None = None  # the cache's DRA rows, of the objects in ``dra``
+
+    @cached_property
+    def dra_rows(self) -> DraRows:
+        kept = self.kept_dra
+        if kept is None:
+            return super().dra_rows
+        if kept.objects is self.dra:
+            return kept.rows
+        # DRA objects added to the cache's (``where``'s claim template): rows for those alone
+        return dra_rows(self.dra, kept.row_of)
 
     @cached_property
     def rows(self) -> Rows:

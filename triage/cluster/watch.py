@@ -17,7 +17,7 @@ from kubernetes.client import ApiClient
 
 from scoring.objects import K8sObject, object_key
 from triage import integrations, queues
-from triage.cache import IndexedSnapshot, NodeStore, ObjectStore, PodStore
+from triage.cache import DraStores, IndexedSnapshot, NodeStore, ObjectStore, PodStore
 from triage.cluster.groups import read_gang_pods
 from triage.cluster.kueue import read_position
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
@@ -159,12 +159,12 @@ class WatchCache:
         self.last_error: str | None = None
         self.nodes = NodeStore()
         self.pods = PodStore()
-        self.slices = ObjectStore()
-        self.claims = ObjectStore()
-        # few, and asked by any pending GPU pod on a DRA cluster: cached, not read per triage
-        self.classes = ObjectStore()
-        self.templates = ObjectStore()
-        self.taint_rules = ObjectStore()
+        # with their rows; classes and templates are few, and asked by any pending GPU pod
+        # on a DRA cluster: cached, not read per triage
+        self.dra = DraStores()
+        self.slices, self.claims = self.dra.slices, self.dra.claims
+        self.classes, self.templates = self.dra.classes, self.dra.templates
+        self.taint_rules = self.dra.taint_rules
         self.gang_workloads = ObjectStore()
         self.pod_groups = ObjectStore()
         workloads, pod_groups = gang_resources("")
@@ -297,8 +297,7 @@ class WatchCache:
         return IndexedSnapshot(
             nodes=nodes, node_rows=node_rows, node_rows_by_name=rows_by_name,
             node_rows_columns=columns,
-            dra=[*self.classes.view(), *self.templates.view(), *self.claims.view(),
-                 *self.slices.view(), *self.taint_rules.view()],
+            dra=(dra := self.dra.view()).objects, kept_dra=dra,
             gangs=self._gangs(), queues=self._queues(),
             cluster=cluster or self.reader.server, read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node, requested_by_node=requested, holdings_by_node=holdings,
