@@ -1,23 +1,27 @@
 """The watch cache's pods: non-terminated pods indexed the way a triage asks for them, each
-node's summed requests and holdings kept current per event, and the rows triages asked for."""
+node's summed requests and holdings kept current per event, and the rows (and HAMi's per-node
+usage) triages asked for."""
 
 from __future__ import annotations
 
 import bisect
 import dataclasses
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from typing import Generic, TypeVar
 
+from scoring.hami import Usage, device_usage
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
 from triage.cache.listpages import MAX_SHARED_SPECS, Alike, SharedPods
 from triage.pods import Holdings, add_holding, extended_share, sum_requests
-from triage.rows import pod_row
+from triage.rows import hami_placed_on, pod_row
 from triage.slim import slim_pod
 
 Amounts = dict[str, Decimal]  # resource -> summed effective request
+# HAMi's usage of a node (by card), for the node's pods as a triage's view has them
+HamiUsageOn = Callable[[str, tuple[K8sObject, ...]], Mapping[str, Usage] | None]
 # a pod's own fields, and its metadata's shared ones (the rest of its metadata is its own)
 _OWN_FIELDS = frozenset({"metadata", "spec"})
 _ALIKE_METADATA = frozenset({"labels", "ownerReferences", "annotations"})
@@ -46,6 +50,9 @@ class PodStore:
         # a pod's summed requests are found again (``_share``) when it leaves: not kept
         self._pods: dict[tuple[str, str], K8sObject] = {}
         self._rows: dict[tuple[str, str], PodRow] = {}  # of the pods in _pods, as they are
+        # by node: HAMi's device usage summed from its pods' rows, with the node's pods it
+        # was summed over (a change on the node makes that tuple a new one)
+        self._hami: dict[str, tuple[tuple[K8sObject, ...], Mapping[str, Usage]]] = {}
         self._row_requests: ByIdentity[Mapping[str, Decimal]] = ByIdentity()
         self._by_node: dict[str, tuple[K8sObject, ...]] = {}
         self._requested: dict[str, Amounts] = {}
@@ -107,7 +114,7 @@ class PodStore:
                 holdings[node_name] = held
         with self._lock:
             self._pods, self._by_node, self._requested = pods, by_node, requested
-            self._rows = {}  # a new list: new copies, their rows built as asked for
+            self._rows, self._hami = {}, {}  # a new list: new copies, rows built as asked for
             self._holdings, self._waiting = holdings, waiting
             self._by_namespace, self._unordered = by_namespace, set(by_namespace)
 
@@ -128,10 +135,29 @@ class PodStore:
         with self._lock:
             if self._pods.get(key) is not pod:
                 return None
-            row = self._rows.get(key)
-            if row is None:
-                row = self._rows[key] = self._row(pod)
-            return row
+            return self._kept_row(pod)
+
+    def _kept_row(self, pod: K8sObject) -> PodRow:
+        """The row of a pod the cache holds now (under the lock), built if it has none."""
+        key = object_key(pod)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = self._row(pod)
+        return row
+
+    def hami_usage_on(self, node_name: str, pods: tuple[K8sObject, ...]
+                      ) -> Mapping[str, Usage] | None:
+        """HAMi's usage on the node, summed from the rows of its HAMi pods the first time a
+        triage asks after a change there, then kept (never changed: read it only); None when
+        ``pods`` (the triage's view of the node) is not what the cache holds now."""
+        with self._lock:
+            if self._by_node.get(node_name, ()) is not pods:
+                return None
+            kept = self._hami.get(node_name)
+            if kept is None or kept[0] is not pods:
+                placed = [self._kept_row(pod) for pod in pods if hami_placed_on(pod, node_name)]
+                kept = self._hami[node_name] = (pods, device_usage(node_name, placed))
+            return kept[1]
 
     def _row(self, pod: K8sObject) -> PodRow:
         """The pod's row, its requests one mapping for the pods of its kind (half of what a
@@ -200,6 +226,7 @@ class PodStore:
             on_node = self._by_node.get(node_name, ())
             at = bisect.bisect_left(on_node, key, key=object_key)
             self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
+            self._hami.pop(node_name, None)
             share = self._share(small)
             self._requested[node_name] = self._sums(
                 add_amounts(self._requested.get(node_name, {}), share, 1))
@@ -219,6 +246,7 @@ class PodStore:
         if not node_name:
             return asked
         rest = tuple(p for p in self._by_node.get(node_name, ()) if p is not old)
+        self._hami.pop(node_name, None)
         if rest:
             share = self._share(old)
             self._by_node[node_name] = rest

@@ -8,11 +8,12 @@ from decimal import Decimal
 from functools import cached_property
 
 from scoring.dra import DraRows, dra_rows
+from scoring.hami import Usage
 from scoring.nodetable import NodeColumns, NodeInfo, node_table
 from scoring.objects import K8sObject, object_key
 from scoring.rows import PodRow
 from triage.cache.dra import DraView
-from triage.cache.pods import Amounts
+from triage.cache.pods import Amounts, HamiUsageOn
 from triage.pods import Holdings, merge_pods
 from triage.rows import Rows
 from triage.snapshot import Snapshot
@@ -47,6 +48,9 @@ class IndexedSnapshot(Snapshot):
     # the cache's row of a pod it holds (PodStore.row_of), None for a copy fetched fresh
     cached_rows: Callable[[K8sObject], PodRow | None] | None = None
     kept_dra: DraView | None = None  # the cache's DRA rows, of the objects in ``dra``
+    # the cache's HAMi usage of a node, of the node's pods as in ``pods_by_node``
+    # (PodStore.hami_usage_on), None when the cache holds others now
+    cached_hami_usage: HamiUsageOn | None = None
 
     @cached_property
     def dra_rows(self) -> DraRows:
@@ -60,7 +64,12 @@ class IndexedSnapshot(Snapshot):
 
     @cached_property
     def rows(self) -> Rows:
-        return Rows(self, self.cached_rows)
+        return Rows(self, self.cached_rows, self._cached_hami_usage)
+
+    def _cached_hami_usage(self, node_name: str) -> Mapping[str, Usage] | None:
+        if self.cached_hami_usage is None or node_name in self.fetched_nodes:
+            return None
+        return self.cached_hami_usage(node_name, self.pods_by_node.get(node_name, ()))
 
     @cached_property
     def node_table(self) -> tuple[NodeInfo, ...]:

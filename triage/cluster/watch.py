@@ -301,7 +301,7 @@ class WatchCache:
             gangs=self._gangs(), queues=self._queues(),
             cluster=cluster or self.reader.server, read_at=rfc3339(datetime.now(UTC)),
             pods_by_node=by_node, requested_by_node=requested, holdings_by_node=holdings,
-            cached_rows=self.pods.row_of, **fetched)
+            cached_rows=self.pods.row_of, cached_hami_usage=self.pods.hami_usage_on, **fetched)
 
     def _held_by_kueue(self, ref: PodRef) -> RefObjects | None:
         """The ref read with one GET when it names a Job (a JobSet, a RayJob) the cache knows

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scoring.hami.formats import ASSIGNED_NODE_KEY
 from scoring.hami.request import HAMI_RESOURCES, HamiContainer, HamiRequest, request_of
 from scoring.quantity import QuantityError, parse_quantity
 
@@ -17,6 +18,12 @@ def hami_request(pod: Mapping[str, Any]) -> HamiRequest | None:
     return request_of([_hami_container(c) for c in containers],
                       str(spec.get("schedulerName") or ""),
                       dict((pod.get("metadata") or {}).get("annotations") or {}))
+
+
+def hami_placed_on(pod: Mapping[str, Any], node_name: str) -> bool:
+    """HAMi assigned the pod this node (a look at one annotation, before any row is built)."""
+    return ((pod.get("metadata") or {}).get("annotations") or {}).get(
+        ASSIGNED_NODE_KEY) == node_name
 
 
 def _hami_container(container: Mapping[str, Any]) -> HamiContainer:

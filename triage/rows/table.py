@@ -13,12 +13,12 @@ from decimal import Decimal
 from functools import cached_property
 
 from scoring.hami import HamiNodeFit, HamiRequest, Usage, device_usage, fit_registered
-from scoring.hami.formats import ASSIGNED_NODE_KEY
 from scoring.nodetable import NodeColumns, NodeInfo
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import EventRow, PodGroupRow, PodRow, QuotaRow, WorkloadRow
 from triage.pods import Holdings, names_resource
 from triage.rows.build import event_row, pod_row
+from triage.rows.hami import hami_placed_on
 from triage.rows.objects import pod_group_row, quota_row, workload_row
 from triage.snapshot import Snapshot
 
@@ -27,11 +27,15 @@ class Rows:
     """The rows of one Snapshot, each built the first time a check asks for it."""
 
     def __init__(self, snapshot: Snapshot,
-                 cached: Callable[[K8sObject], PodRow | None] | None = None) -> None:
+                 cached: Callable[[K8sObject], PodRow | None] | None = None,
+                 cached_hami: Callable[[str], Mapping[str, Usage] | None] | None = None
+                 ) -> None:
         self._snapshot = snapshot
         # the watch cache's rows (kept current per event), for the pods it holds; a pod
         # fetched for this triage alone gets a row built here
         self._cached = cached
+        # the watch cache's HAMi usage of a node (None where a fetched pod touches it)
+        self._cached_hami = cached_hami
         self._by_object: dict[int, PodRow] = {}  # by the raw pod's id: each pod read once
         self._on_node: dict[str, tuple[PodRow, ...]] = {}
         self._holders: dict[tuple[str, str], tuple[tuple[PodRow, int], ...]] = {}
@@ -152,7 +156,8 @@ class Rows:
                                             if row.key != without))
         usage = self._hami_usage.get(node_name)
         if usage is None:
-            usage = self._hami_usage[node_name] = device_usage(
+            kept = self._cached_hami(node_name) if self._cached_hami is not None else None
+            usage = self._hami_usage[node_name] = kept if kept is not None else device_usage(
                 node_name, self._hami_placed(node_name))
         return usage
 
@@ -160,8 +165,7 @@ class Rows:
         """The rows of the node's pods HAMi assigned it: rows only for those (a look at one
         annotation), as ``holders_on`` builds them only for the pods naming its resource."""
         return [self._row(pod) for pod in self._snapshot.pods_on(node_name)
-                if ((pod.get("metadata") or {}).get("annotations") or {}).get(
-                    ASSIGNED_NODE_KEY) == node_name]
+                if hami_placed_on(pod, node_name)]
 
     def hami_fit(self, node: NodeInfo, request: HamiRequest,
                  without: tuple[str, str] | None = None) -> HamiNodeFit | None:
