@@ -153,34 +153,23 @@ def node_selection(node_selector: Mapping[str, Any]) -> NodeSelection:
 
 def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: str = "",
                per_device: bool = False) -> SliceDevice:
-    """One published device (``spec.devices[]``) as a row. (JSON objects are dicts: the
-    plain type check, not Mapping's, and no work for the lists a GPU mostly leaves out, for
-    tens of thousands of devices.)"""
+    """One published device (``spec.devices[]``) as a row: what every fit reads of it (its
+    attributes typed as read), the rest (``_Description``) when first asked. (JSON objects
+    are dicts: the plain type check, not Mapping's, and no work for the lists a GPU mostly
+    leaves out, for tens of thousands of devices.)"""
     found = raw.get("attributes")
     attributes: Mapping[str, Any] = found if isinstance(found, dict) else {}
     found = raw.get("capacity")
     published: Mapping[str, Any] = found if isinstance(found, dict) else {}
-    capacity, quantities = {}, {}
-    for key, value in published.items():
-        if isinstance(value, dict):
-            quantities[str(key)] = str(value.get("value", ""))
-            if (readable := _capacity(str(key), value)) is not None:
-                capacity[str(key)] = readable
-        else:
-            quantities[str(key)] = str(value)
     name = str(raw.get("name", ""))
-    memory = published.get("memory") or published.get(f"{driver}/memory")
-    uuid, index = attributes.get("uuid"), attributes.get("index")
     taints, consumes = raw.get("taints"), raw.get("consumesCounters")
     binding, failure = raw.get("bindingConditions"), raw.get("bindingFailureConditions")
     return SliceDevice(
-        slice_name, driver, pool, name, _Attributes(attributes), capacity, quantities,
-        product=_product(attributes, driver),
-        memory=str(memory.get("value")) if isinstance(memory, dict) else None,
-        uuid=(str(uuid["string"]) if isinstance(uuid, dict)
-              and isinstance(uuid.get("string"), str) and uuid["string"] else name),
-        index=(int(index["int"]) if isinstance(index, dict)
-               and isinstance(index.get("int"), int) else None),
+        slice_name, driver, pool, name, (driver, pool, name),
+        _Description(name, driver, attributes, published),
+        _Attributes(attributes),
+        {str(key): str(value.get("value", "")) if isinstance(value, dict) else str(value)
+         for key, value in published.items()},
         taints=tuple(t for t in taints if isinstance(t, dict)
                      and t.get("effect") in BLOCKING_DEVICE_EFFECTS) if taints else (),
         consumes=tuple(((driver, pool, str(entry.get("counterSet", ""))),
@@ -190,6 +179,57 @@ def device_row(raw: Mapping[str, Any], driver: str, pool: str = "", slice_name: 
         binding_conditions=tuple(str(c) for c in binding) if binding else (),
         binding_failure_conditions=tuple(str(c) for c in failure) if failure else (),
         reach=_reach(raw) if per_device else None)
+
+
+class _Description:
+    """A device's product, memory, uuid, index and readable capacities, read off its JSON
+    the first time one is asked: an answer describes the devices of a few nodes, and only a
+    request asking capacity (or a shared device) judges it, of tens of thousands of GPUs."""
+
+    __slots__ = ("_attributes", "_driver", "_name", "_published", "_read")
+
+    def __init__(self, name: str, driver: str, attributes: Mapping[str, Any],
+                 published: Mapping[str, Any]) -> None:
+        self._name, self._driver = name, driver
+        self._attributes, self._published = attributes, published
+        self._read: tuple[str, str | None, str, int | None, Mapping[str, Capacity]] | None = None
+
+    def _parsed(self) -> tuple[str, str | None, str, int | None, Mapping[str, Capacity]]:
+        if self._read is None:
+            attributes, published, driver = self._attributes, self._published, self._driver
+            memory = published.get("memory") or published.get(f"{driver}/memory")
+            uuid, index = attributes.get("uuid"), attributes.get("index")
+            self._read = (
+                _product(attributes, driver),
+                str(memory.get("value")) if isinstance(memory, dict) else None,
+                (str(uuid["string"]) if isinstance(uuid, dict)
+                 and isinstance(uuid.get("string"), str) and uuid["string"] else self._name),
+                (int(index["int"]) if isinstance(index, dict)
+                 and isinstance(index.get("int"), int) else None),
+                {str(key): readable for key, value in published.items()
+                 if isinstance(value, dict)
+                 and (readable := _capacity(str(key), value)) is not None})
+        return self._read
+
+    @property
+    def product(self) -> str:
+        return self._parsed()[0]
+
+    @property
+    def memory(self) -> str | None:
+        return self._parsed()[1]
+
+    @property
+    def uuid(self) -> str:
+        return self._parsed()[2]
+
+    @property
+    def index(self) -> int | None:
+        return self._parsed()[3]
+
+    @property
+    def capacity(self) -> Mapping[str, Capacity]:
+        return self._parsed()[4]
 
 
 def _product(attributes: Mapping[str, Any], driver: str) -> str:
@@ -342,22 +382,57 @@ def template_row(obj: K8sObject) -> ClaimSpec:
 
 
 def claim_row(obj: K8sObject) -> ClaimRow:
+    """A ResourceClaim as a row: its allocation and reservations (every fit reads those of
+    every claim), the rest (``_ClaimDescription``) when a pod's claims are resolved to it."""
     namespace, name = object_key(obj)
     status = obj.get("status") or {}
     allocation = status.get("allocation") or {}
     return ClaimRow(
-        namespace, name, claim_spec(obj.get("spec") or {}, f"{namespace}/{name}"),
+        namespace, name, _ClaimDescription(obj, f"{namespace}/{name}"),
         allocated=bool(allocation),
-        allocation_nodes=node_selection(allocation.get("nodeSelector") or {}),
         results=tuple(_result(r) for r in (allocation.get("devices") or {}).get("results")
                       or [] if isinstance(r, Mapping)),
         reserved_for=tuple(Reservation(str(r.get("resource", "pods")), str(r.get("name")),
                                        str(r.get("uid") or ""))
-                           for r in status.get("reservedFor") or [] if isinstance(r, Mapping)),
-        conditions={_device_key(d): {str(c.get("type")): _condition(c)
-                                     for c in d.get("conditions") or []
-                                     if isinstance(c, Mapping)}
-                    for d in status.get("devices") or [] if isinstance(d, Mapping)})
+                           for r in status.get("reservedFor") or [] if isinstance(r, Mapping)))
+
+
+class _ClaimDescription:
+    """A claim's spec, allocation node selector and device conditions, read off its JSON
+    the first time one is asked: a triage resolves the few claims its pod names, of
+    thousands."""
+
+    __slots__ = ("_label", "_obj", "_read")
+
+    def __init__(self, obj: K8sObject, label: str) -> None:
+        self._obj, self._label = obj, label
+        self._read: tuple[ClaimSpec, NodeSelection,
+                          Mapping[DeviceKey, Mapping[str, Condition]]] | None = None
+
+    def _parsed(self) -> tuple[ClaimSpec, NodeSelection,
+                               Mapping[DeviceKey, Mapping[str, Condition]]]:
+        if self._read is None:
+            status = self._obj.get("status") or {}
+            allocation = status.get("allocation") or {}
+            self._read = (
+                claim_spec(self._obj.get("spec") or {}, self._label),
+                node_selection(allocation.get("nodeSelector") or {}),
+                {_device_key(d): {str(c.get("type")): _condition(c)
+                                  for c in d.get("conditions") or [] if isinstance(c, Mapping)}
+                 for d in status.get("devices") or [] if isinstance(d, Mapping)})
+        return self._read
+
+    @property
+    def spec(self) -> ClaimSpec:
+        return self._parsed()[0]
+
+    @property
+    def allocation_nodes(self) -> NodeSelection:
+        return self._parsed()[1]
+
+    @property
+    def conditions(self) -> Mapping[DeviceKey, Mapping[str, Condition]]:
+        return self._parsed()[2]
 
 
 def _device_key(entry: Mapping[str, Any]) -> DeviceKey:

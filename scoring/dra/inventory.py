@@ -5,7 +5,7 @@ resolved (the pod's own references are read by the builder too)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -65,6 +65,8 @@ class Inventory:
         self.shared_usage = SharedUsage(self.claims.values())
         self._results: dict[tuple[str, DeviceKey], bool | SelectorError] = {}
         self._variables: dict[DeviceKey, Any] = {}
+        self._selectors: dict[str, Selector | SelectorError] = {}
+        self._device_variable: Callable[[SliceDevice], Any] | None = None
         self._gpu_class: dict[str, bool] = {}
         self._extended: dict[str, str | None] = {}
         self._by_key: dict[DeviceKey, SliceDevice] | None = None
@@ -107,9 +109,13 @@ class Inventory:
         return self._by_key.get(key)
 
     def selector(self, expression: str) -> Selector | SelectorError:
-        from scoring.cel.selector import shared_selector  # the CEL interpreter only once a pod asks
+        """The expression's Selector, looked up once per snapshot (each device asks)."""
+        found = self._selectors.get(expression)
+        if found is None:
+            from scoring.cel.selector import shared_selector  # CEL only once a pod asks
 
-        return shared_selector(expression)
+            found = self._selectors[expression] = shared_selector(expression)
+        return found
 
     def matches(self, expression: str, device: SliceDevice) -> bool:
         """Raises SelectorError when the expression cannot be evaluated on the device."""
@@ -129,11 +135,14 @@ class Inventory:
         return result
 
     def _variable(self, device: SliceDevice) -> Any:
-        if device.key not in self._variables:
-            from scoring.cel.selector import device_variable  # loaded by selector() already
+        variable = self._variables.get(device.key)
+        if variable is None:
+            if self._device_variable is None:
+                from scoring.cel.selector import device_variable  # loaded by selector() already
 
-            self._variables[device.key] = device_variable(device)
-        return self._variables[device.key]
+                self._device_variable = device_variable
+            variable = self._variables[device.key] = self._device_variable(device)
+        return variable
 
     def class_selectors(self, class_name: str) -> tuple[str, ...]:
         device_class = self.classes.get(class_name)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scoring.nodes import selection_mismatches
 
@@ -50,24 +50,47 @@ class NodeReach:
         return self.node_selector is not None and self.node_selector.selects(node)
 
 
-@dataclass(frozen=True, slots=True, eq=False)  # one per device: tens of thousands
+class DeviceDescription(Protocol):
+    """What is read of a device to describe it, and to judge the capacity a request asks of
+    it: most triages never ask (``scoring.dra.build`` reads it the first time one does)."""
+
+    @property
+    def product(self) -> str: ...
+
+    @property
+    def memory(self) -> str | None: ...  # the memory capacity's quantity text
+
+    # attribute ``uuid`` (NVIDIA's GPU-…, as DCGM names it), else the name
+    @property
+    def uuid(self) -> str: ...
+
+    @property
+    def index(self) -> int | None: ...  # attribute ``index``
+
+    @property
+    def capacity(self) -> Mapping[str, Capacity]: ...  # the readable capacities by name
+
+
+# One per device, tens of thousands of them: not frozen (a frozen dataclass's __init__
+# costs about half again), read and never changed all the same.
+@dataclass(slots=True, eq=False)
 class SliceDevice:
-    """One device a ResourceSlice publishes, with what is read of it parsed."""
+    """One device a ResourceSlice publishes, with what every fit reads of it parsed (the
+    rest, ``described``, when first asked)."""
 
     slice: str
     driver: str
     pool: str
     name: str
+    # (driver, pool, name): how allocation results name it, made once (the fit asks it of
+    # every device, several times)
+    key: DeviceKey
+    described: DeviceDescription = field(repr=False)
     # attributes by name as published (qualified or not), typed
     attributes: Mapping[str, AttributeValue] = field(default_factory=dict, repr=False)
-    # the readable capacities by name as published, and every capacity's quantity text (as
-    # CEL's ``device.capacity`` parses them: an unreadable one is absent there too)
-    capacity: Mapping[str, Capacity] = field(default_factory=dict, repr=False)
+    # every capacity's quantity text by name as published (as CEL's ``device.capacity``
+    # parses them: an unreadable one is absent there too)
     quantities: Mapping[str, str] = field(default_factory=dict, repr=False)
-    product: str = ""
-    memory: str | None = None  # the memory capacity's quantity text
-    uuid: str = ""  # attribute ``uuid`` (NVIDIA's GPU-…, as DCGM names it), else the name
-    index: int | None = None  # attribute ``index``
     # NoSchedule / NoExecute taints (the driver's and DeviceTaintRules')
     taints: tuple[Mapping[str, Any], ...] = ()
     consumes: tuple[tuple[CounterKey, Mapping[str, Decimal]], ...] = ()  # consumesCounters
@@ -77,8 +100,24 @@ class SliceDevice:
     reach: NodeReach | None = None  # its own nodes, when the slice selects per device
 
     @property
-    def key(self) -> DeviceKey:
-        return self.driver, self.pool, self.name
+    def product(self) -> str:
+        return self.described.product
+
+    @property
+    def memory(self) -> str | None:
+        return self.described.memory
+
+    @property
+    def uuid(self) -> str:
+        return self.described.uuid
+
+    @property
+    def index(self) -> int | None:
+        return self.described.index
+
+    @property
+    def capacity(self) -> Mapping[str, Capacity]:
+        return self.described.capacity
 
 
 @dataclass(frozen=True)
@@ -156,19 +195,44 @@ class Condition:
     message: str = ""
 
 
-@dataclass(frozen=True)
+class ClaimDescription(Protocol):
+    """What is read of a claim only when a pod's claims are resolved to it: what it asks,
+    the nodes its allocation is for, its devices' conditions (``scoring.dra.build`` reads it
+    the first time it is asked; every claim's allocation is read at once)."""
+
+    @property
+    def spec(self) -> ClaimSpec: ...
+
+    @property
+    def allocation_nodes(self) -> NodeSelection: ...  # status.allocation.nodeSelector
+
+    # status.devices[].conditions by device, then type
+    @property
+    def conditions(self) -> Mapping[DeviceKey, Mapping[str, Condition]]: ...
+
+
+@dataclass(frozen=True, eq=False)
 class ClaimRow:
     """A ResourceClaim: what it asks and, once allocated, what it got and for whom."""
 
     namespace: str
     name: str
-    spec: ClaimSpec
+    described: ClaimDescription = field(repr=False)
     allocated: bool = False
-    allocation_nodes: NodeSelection = NodeSelection()  # status.allocation.nodeSelector
     results: tuple[AllocationResult, ...] = ()
     reserved_for: tuple[Reservation, ...] = ()
-    # status.devices[].conditions by device, then type
-    conditions: Mapping[DeviceKey, Mapping[str, Condition]] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> ClaimSpec:
+        return self.described.spec
+
+    @property
+    def allocation_nodes(self) -> NodeSelection:
+        return self.described.allocation_nodes
+
+    @property
+    def conditions(self) -> Mapping[DeviceKey, Mapping[str, Condition]]:
+        return self.described.conditions
 
     @property
     def label(self) -> str:

@@ -8,10 +8,13 @@ import json
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from scoring.cel.values import Version
-from scoring.dra import dra_rows, pod_claim_refs
+from scoring.dra import Inventory, build, dra_rows, pod_claim_refs
 from scoring.nodetable import node_info
 from tests.paths import FIXTURES
+from triage.config import DEFAULT_GPU_DRIVERS
 
 SCENARIO = FIXTURES / "scenarios" / "dra-basics"
 
@@ -83,3 +86,39 @@ def test_a_pods_claim_references_are_read_once() -> None:
     assert (refs.namespace, refs.name) == ("vision", "finetune-1g")
     [entry] = refs.entries
     assert (entry.name, entry.generated) == ("gpu", "finetune-1g-gpu-7hfk8")
+
+
+def test_what_describes_a_device_or_a_claim_is_read_when_first_asked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[str] = []
+    capacity, spec = build._capacity, build.claim_spec
+    monkeypatch.setattr(build, "_capacity", lambda *args: read.append("capacity") or capacity(
+        *args))
+    monkeypatch.setattr(build, "claim_spec", lambda raw, label: read.append(label) or spec(
+        raw, label))
+    rows = dra_rows(DRA)
+    # a claim template's spec is all it has (and templates are few): read with it
+    read[:] = [what for what in read if not what.startswith("template ")]
+    device = next(s for s in rows.slices if s.pool == "dra-a100-1").devices[1]
+    claim = rows.claims[("vision", "finetune-1g-gpu-7hfk8")]
+    assert read == []  # a fit that asks no capacity and resolves no claim reads neither
+    assert device.capacity["memory"].total == Decimal(80 * 2 ** 30)
+    assert read == ["capacity"]  # the device's one capacity, once
+    assert device.product == "NVIDIA A100-SXM4-80GB" and read == ["capacity"]
+    assert claim.spec.requests[0].name == "gpu" and claim.spec is claim.spec
+    assert read == ["capacity", "vision/finetune-1g-gpu-7hfk8"]
+
+
+def test_an_inventory_looks_up_each_selector_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scoring.cel import selector
+
+    asked: list[str] = []
+    shared = selector.shared_selector
+    monkeypatch.setattr(selector, "shared_selector",
+                        lambda expression: asked.append(expression) or shared(expression))
+    inventory = Inventory(dra_rows(DRA), DEFAULT_GPU_DRIVERS)
+    pod = next(p for p in _items("pods.json") if p["metadata"]["name"] == "llm-80g")
+    claims = inventory.pod_claims(pod)
+    fits = {name: inventory.fit(claims, node).stage for name, node in sorted(NODES.items())}
+    assert fits["dra-a100-1"] is not None
+    assert sorted(asked) == sorted(set(asked)) and len(asked) >= 2
