@@ -92,13 +92,13 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
         ("K8sObject", "raw import"),
         "the Subject carries the raw pod and Snapshot for DRA's and Kueue's checks"),
     "triage/classify/capacity.py": {"raw import": "the Snapshot's DRA inventory and read time"},
-    # -- the resolving of a ref: it builds the Subject, handing DRA and Kueue their raw pod
-    # and spec, and finds the workload a pasted name belongs to
+    # -- the resolving of a ref: it takes the Snapshot and hands DRA and Kueue their raw pod
+    # (the pod's spec and claims are read in triage/rows/claims.py; the would-be pod is
+    # written in triage/rows/would_be.py)
     "triage/classify/resolve.py": dict.fromkeys(
-        ("section", "K8sObject", "raw import", "subject's raw"),
-        "resolves a ref on the raw objects and builds the Subject"),
-    "triage/classify/where.py": dict.fromkeys(
-        ("K8sObject", "raw import"), "writes the would-be pod into a Snapshot of its own"),
+        ("K8sObject", "raw import"),
+        "resolves a ref to the Snapshot's raw pod or workload, which the Subject carries"),
+    "triage/classify/where.py": {"raw import": "puts the would-be pod into a Snapshot of its own"},
 }
 # DRA's and Kueue's modules (scoring/dra/, checks/dra*.py, checks/queue*.py) have layout
 # tests of their own: tests/scoring/test_dra_rows_layout.py, tests/triage/test_queue_rows_layout.py

@@ -3,10 +3,8 @@ pipeline runs on, and picking the answer a workload gives: its worst pod."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from scoring.dra import IMPLICIT_EXTENDED_PREFIX, ClaimSet, serves_extended
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import EventRow, PodRow, PodSpecFacts
 from scoring.verdict import Verdict
@@ -16,9 +14,9 @@ from triage.classify.report import assemble
 from triage.classify.subject import Finding, Subject, When
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.gangs import gang_of, gang_pods
-from triage.pods import effective_request, gpu_requests, named_resources
+from triage.pods import gpu_requests
 from triage.refs import PodRef
-from triage.rows import hami_request, spec_facts
+from triage.rows import claim_set, hami_request, pod_spec, spec_facts
 from triage.snapshot import WORKLOAD_KINDS, Snapshot
 from triage.vocabulary import Cause
 
@@ -48,7 +46,7 @@ def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFI
             results.insert(0, (admission_subject, absent))
     worst_subject, worst = min(results, key=lambda r: (_rank(r[0], r[1]), r[0].label))
     verdict = assemble(worst_subject, worst, kind)
-    sharing = [s.label for s, f in results if f.cause == worst.cause and s.pod is not None]
+    sharing = [s.label for s, f in results if f.cause == worst.cause and s.row is not None]
     verdict.pods = sharing
     verdict.pods_total = len(live)
     return verdict
@@ -75,7 +73,7 @@ def _verdict(subject: Subject, kind: str) -> Verdict:
 
 
 def _rank(subject: Subject, finding: Finding) -> int:
-    if subject.pod is None:
+    if subject.row is None:
         return _STATE_RANK["not created"]
     if When.UNBOUND in subject.state:
         return _STATE_RANK["not scheduled"]
@@ -123,14 +121,14 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                  pod: K8sObject) -> Subject:
     row = snapshot.rows.row_of(pod)
     namespace, name = row.key
-    spec = dict(pod.get("spec") or {})
+    spec = pod_spec(pod)
     facts = spec_facts(spec)
     events = _own_events(row, snapshot.rows.events_for("Pod", namespace, name))
     gpu = _gpu_requests(facts, config)
     return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
                    spec=spec, row=row, facts=facts, events=events, gpu=gpu,
                    hami=hami_request(pod),
-                   dra=_claim_set(snapshot, config, namespace, spec, pod, gpu),
+                   dra=claim_set(snapshot, config.gpu_drivers, namespace, spec, pod, gpu),
                    gang=gang_of(snapshot.rows, row))
 
 
@@ -157,7 +155,8 @@ def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
     return Subject(snapshot, config, ref, None, workload=workload, spec=spec,
                    workload_row=snapshot.rows.workload_of(workload), facts=facts,
                    gpu=_gpu_requests(facts, config),
-                   dra=_claim_set(snapshot, config, object_key(workload)[0], spec))
+                   dra=claim_set(snapshot, config.gpu_drivers, object_key(workload)[0],
+                                 spec))
 
 
 def _template_spec(workload: K8sObject, config: TriageConfig) -> dict[str, Any]:
@@ -168,32 +167,3 @@ def _template_spec(workload: K8sObject, config: TriageConfig) -> dict[str, Any]:
         return admission.template_spec(workload)
     asking = [t for t in templates if any(n > 0 for n in gpu_requests(t, config).values())]
     return dict(next(iter(asking or templates), {}))
-
-
-def _claim_set(snapshot: Snapshot, config: TriageConfig, namespace: str,
-               spec: Mapping[str, Any], pod: K8sObject | None = None,
-               gpu: Mapping[str, int] | None = None) -> ClaimSet | None:
-    """The claims of a pod, or of a pod template (a workload whose pods do not exist); for a
-    pending pod, also the claims kube-scheduler would make for GPU limits a DeviceClass
-    serves (extended resources backed by DRA). None when DRA has no part in the answer."""
-    status = (pod or {}).get("status") or {}
-    asks = _extended_asks(spec, gpu or {}) if pod is not None and not spec.get("nodeName") else {}
-    # a cluster that publishes no ResourceSlice meets GPU limits by device plugins alone (a
-    # cold read does not even fetch its DeviceClasses then)
-    served = serves_extended(snapshot.dra, asks) and any(
-        obj.get("kind") == "ResourceSlice" for obj in snapshot.dra)
-    if not (spec.get("resourceClaims") or status.get("extendedResourceClaimStatus") or served):
-        return None
-    inventory = snapshot.dra_inventory(config.gpu_drivers)
-    return ClaimSet(inventory, inventory.pod_claims(pod) if pod is not None
-                    else inventory.template_claims(namespace, spec),
-                    inventory.extended_claims(pod, asks) if pod is not None and served else {})
-
-
-def _extended_asks(spec: Mapping[str, Any], gpu: Mapping[str, int]) -> dict[str, int]:
-    """The extended resources a DeviceClass might serve: the pod's GPU resources, and any
-    ``deviceclass.resource.kubernetes.io/<class>`` it asks for by the class's own name."""
-    implicit = {name for name in named_resources(spec)
-                if name.startswith(IMPLICIT_EXTENDED_PREFIX)}
-    return {**gpu, **{name: count for name in sorted(implicit)
-                      if (count := int(effective_request(spec, name))) > 0}}

@@ -18,7 +18,6 @@ from decimal import Decimal
 from typing import Any
 
 from scoring.nodes import UNSCHEDULABLE_TAINT, taint_text, tolerates
-from scoring.objects import K8sObject
 from scoring.rows import PodRow
 from scoring.times import parse_rfc3339
 from scoring.verdict import Verdict
@@ -27,10 +26,10 @@ from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
 from triage.classify.resolve import triage
 from triage.config import TriageConfig
 from triage.refs import PodRef
+from triage.rows.would_be import WOULD_BE_POD, claim_template, would_be_pod
 from triage.snapshot import Snapshot
 from triage.vocabulary import FIT, Cause
 
-WOULD_BE_POD = "gpuwhy-where"  # the would-be pod's name (and its DRA claim template's)
 MAX_NODES_NAMED = 5
 MAX_HOLDERS_NAMED = 3
 
@@ -137,10 +136,12 @@ def where(snapshot: Snapshot, ask: WhereAsk, config: TriageConfig) -> WhereAnswe
         known = ", ".join(gpu_resource_names(snapshot, config)) or "none"
         raise WhereError(f"{ask.resource} is neither a GPU resource (triage.gpu_resources) nor "
                          f"a DeviceClass here; this cluster has: {known}")
-    pod = would_be_pod(ask, by_class)
+    pod = would_be_pod(ask.namespace, ask.resource, ask.count, ask.scheduler, ask.selector,
+                       ask.tolerations, by_class)
     with_pod = dataclasses.replace(
         snapshot, pods=[*snapshot.pods, pod],
-        dra=[*snapshot.dra, claim_template(ask)] if by_class else snapshot.dra)
+        dra=[*snapshot.dra, claim_template(ask.namespace, ask.resource, ask.count)]
+        if by_class else snapshot.dra)
     verdict = triage(with_pod, PodRef(ask.namespace, WOULD_BE_POD), config)
     fit_nodes = tuple(r.name for r in verdict.nodes if r.outcome == FIT)
     fits = verdict.cause == Cause.SCHEDULER_UNAVAILABLE and scheduler_serves(with_pod.rows,
@@ -170,34 +171,6 @@ def queue_quota(snapshot: Snapshot, ask: WhereAsk) -> tuple[str, ...]:
                  for queue in local_queues
                  for flavor, sentence in [preview_admission(
                      index, "it", ask.namespace, queue, ask.resource, Decimal(ask.count))])
-
-
-def would_be_pod(ask: WhereAsk, by_class: bool) -> K8sObject:
-    """The pod someone asking for N would submit: one container, N of the resource as a
-    limit (or a claim for N devices of the DeviceClass)."""
-    container: dict[str, Any] = {"name": "gpus", "image": "none"}
-    spec: dict[str, Any] = {"containers": [container], "schedulerName": ask.scheduler}
-    if by_class:
-        container["resources"] = {"claims": [{"name": "gpus"}]}
-        spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": WOULD_BE_POD}]
-    else:
-        container["resources"] = {"limits": {ask.resource: str(ask.count)}}
-    if ask.selector:
-        spec["nodeSelector"] = dict(ask.selector)
-    if ask.tolerations:
-        spec["tolerations"] = [dict(t) for t in ask.tolerations]
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": WOULD_BE_POD, "namespace": ask.namespace},
-            "spec": spec, "status": {"phase": "Pending"}}
-
-
-def claim_template(ask: WhereAsk) -> K8sObject:
-    """The would-be pod's ResourceClaimTemplate: N devices of the DeviceClass."""
-    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": WOULD_BE_POD, "namespace": ask.namespace},
-            "spec": {"spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
-                "deviceClassName": ask.resource, "allocationMode": "ExactCount",
-                "count": ask.count}}]}}}}
 
 
 def _outcome(verdict: Verdict, cause: Cause) -> list[str]:

@@ -15,8 +15,9 @@ from scoring.dra import DraRows, SliceRow
 from tests.kubeapi import FakeKubeAPI
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import eventually, ready_cache, ref_of
-from triage.classify.where import WOULD_BE_POD, WhereAsk, claim_template, where
+from triage.classify.where import WhereAsk, where
 from triage.config import DEFAULT_CONFIG, DEFAULT_GPU_DRIVERS
+from triage.rows.would_be import WOULD_BE_POD, claim_template
 from triage.snapshot import Snapshot
 
 DRA = FIXTURES / "scenarios" / "dra-basics"
@@ -117,7 +118,8 @@ def test_a_snapshot_adding_a_dra_object_builds_rows_for_it_alone(cache: WatchSou
     # ``where`` asks for devices of a class with a claim template of its own
     snapshot = cache.cache.cluster_snapshot()
     ask = WhereAsk(2, "gpu.nvidia.com", namespace="vision")
-    with_template = dataclasses.replace(snapshot, dra=[*snapshot.dra, claim_template(ask)])
+    with_template = dataclasses.replace(snapshot, dra=[*snapshot.dra, claim_template(
+        ask.namespace, ask.resource, ask.count)])
     kept, rows = snapshot.dra_rows, with_template.dra_rows
     assert rows is not kept
     assert ("vision", WOULD_BE_POD) in rows.templates
