@@ -15,10 +15,12 @@ from scoring.dra.capacity import Capacity, RequestPolicy
 from scoring.dra.rows import (
     AllocationResult,
     Alternative,
+    ClaimDetails,
     ClaimRow,
     ClaimSpec,
     Condition,
     DeviceClassRow,
+    DeviceDetails,
     DeviceKey,
     DraRows,
     NodeReach,
@@ -192,14 +194,14 @@ class _Description:
                  published: Mapping[str, Any]) -> None:
         self._name, self._driver = name, driver
         self._attributes, self._published = attributes, published
-        self._read: tuple[str, str | None, str, int | None, Mapping[str, Capacity]] | None = None
+        self._read: DeviceDetails | None = None
 
-    def _parsed(self) -> tuple[str, str | None, str, int | None, Mapping[str, Capacity]]:
+    def read(self) -> DeviceDetails:
         if self._read is None:
             attributes, published, driver = self._attributes, self._published, self._driver
             memory = published.get("memory") or published.get(f"{driver}/memory")
             uuid, index = attributes.get("uuid"), attributes.get("index")
-            self._read = (
+            self._read = DeviceDetails(
                 _product(attributes, driver),
                 str(memory.get("value")) if isinstance(memory, dict) else None,
                 (str(uuid["string"]) if isinstance(uuid, dict)
@@ -210,26 +212,6 @@ class _Description:
                  if isinstance(value, dict)
                  and (readable := _capacity(str(key), value)) is not None})
         return self._read
-
-    @property
-    def product(self) -> str:
-        return self._parsed()[0]
-
-    @property
-    def memory(self) -> str | None:
-        return self._parsed()[1]
-
-    @property
-    def uuid(self) -> str:
-        return self._parsed()[2]
-
-    @property
-    def index(self) -> int | None:
-        return self._parsed()[3]
-
-    @property
-    def capacity(self) -> Mapping[str, Capacity]:
-        return self._parsed()[4]
 
 
 def _product(attributes: Mapping[str, Any], driver: str) -> str:
@@ -406,33 +388,19 @@ class _ClaimDescription:
 
     def __init__(self, obj: K8sObject, label: str) -> None:
         self._obj, self._label = obj, label
-        self._read: tuple[ClaimSpec, NodeSelection,
-                          Mapping[DeviceKey, Mapping[str, Condition]]] | None = None
+        self._read: ClaimDetails | None = None
 
-    def _parsed(self) -> tuple[ClaimSpec, NodeSelection,
-                               Mapping[DeviceKey, Mapping[str, Condition]]]:
+    def read(self) -> ClaimDetails:
         if self._read is None:
             status = self._obj.get("status") or {}
             allocation = status.get("allocation") or {}
-            self._read = (
+            self._read = ClaimDetails(
                 claim_spec(self._obj.get("spec") or {}, self._label),
                 node_selection(allocation.get("nodeSelector") or {}),
                 {_device_key(d): {str(c.get("type")): _condition(c)
                                   for c in d.get("conditions") or [] if isinstance(c, Mapping)}
                  for d in status.get("devices") or [] if isinstance(d, Mapping)})
         return self._read
-
-    @property
-    def spec(self) -> ClaimSpec:
-        return self._parsed()[0]
-
-    @property
-    def allocation_nodes(self) -> NodeSelection:
-        return self._parsed()[1]
-
-    @property
-    def conditions(self) -> Mapping[DeviceKey, Mapping[str, Condition]]:
-        return self._parsed()[2]
 
 
 def _device_key(entry: Mapping[str, Any]) -> DeviceKey:

@@ -50,25 +50,23 @@ class NodeReach:
         return self.node_selector is not None and self.node_selector.selects(node)
 
 
-class DeviceDescription(Protocol):
+@dataclass(frozen=True)
+class DeviceDetails:
     """What is read of a device to describe it, and to judge the capacity a request asks of
-    it: most triages never ask (``scoring.dra.build`` reads it the first time one does)."""
+    it."""
 
-    @property
-    def product(self) -> str: ...
+    product: str
+    memory: str | None  # the memory capacity's quantity text
+    uuid: str  # attribute ``uuid`` (NVIDIA's GPU-…, as DCGM names it), else the name
+    index: int | None  # attribute ``index``
+    capacity: Mapping[str, Capacity]  # the readable capacities by name
 
-    @property
-    def memory(self) -> str | None: ...  # the memory capacity's quantity text
 
-    # attribute ``uuid`` (NVIDIA's GPU-…, as DCGM names it), else the name
-    @property
-    def uuid(self) -> str: ...
+class DeviceDescription(Protocol):
+    """A device's details, read when first asked: most triages never ask
+    (``scoring.dra.build`` reads them off the device's JSON)."""
 
-    @property
-    def index(self) -> int | None: ...  # attribute ``index``
-
-    @property
-    def capacity(self) -> Mapping[str, Capacity]: ...  # the readable capacities by name
+    def read(self) -> DeviceDetails: ...
 
 
 # One per device, tens of thousands of them: not frozen (a frozen dataclass's __init__
@@ -101,23 +99,23 @@ class SliceDevice:
 
     @property
     def product(self) -> str:
-        return self.described.product
+        return self.described.read().product
 
     @property
     def memory(self) -> str | None:
-        return self.described.memory
+        return self.described.read().memory
 
     @property
     def uuid(self) -> str:
-        return self.described.uuid
+        return self.described.read().uuid
 
     @property
     def index(self) -> int | None:
-        return self.described.index
+        return self.described.read().index
 
     @property
     def capacity(self) -> Mapping[str, Capacity]:
-        return self.described.capacity
+        return self.described.read().capacity
 
 
 @dataclass(frozen=True)
@@ -195,20 +193,21 @@ class Condition:
     message: str = ""
 
 
-class ClaimDescription(Protocol):
-    """What is read of a claim only when a pod's claims are resolved to it: what it asks,
-    the nodes its allocation is for, its devices' conditions (``scoring.dra.build`` reads it
-    the first time it is asked; every claim's allocation is read at once)."""
+@dataclass(frozen=True)
+class ClaimDetails:
+    """What is read of a claim only when a pod's claims are resolved to it."""
 
-    @property
-    def spec(self) -> ClaimSpec: ...
-
-    @property
-    def allocation_nodes(self) -> NodeSelection: ...  # status.allocation.nodeSelector
-
+    spec: ClaimSpec
+    allocation_nodes: NodeSelection  # status.allocation.nodeSelector
     # status.devices[].conditions by device, then type
-    @property
-    def conditions(self) -> Mapping[DeviceKey, Mapping[str, Condition]]: ...
+    conditions: Mapping[DeviceKey, Mapping[str, Condition]]
+
+
+class ClaimDescription(Protocol):
+    """A claim's details, read when first asked (``scoring.dra.build``; every claim's
+    allocation is read at once)."""
+
+    def read(self) -> ClaimDetails: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,15 +223,15 @@ class ClaimRow:
 
     @property
     def spec(self) -> ClaimSpec:
-        return self.described.spec
+        return self.described.read().spec
 
     @property
     def allocation_nodes(self) -> NodeSelection:
-        return self.described.allocation_nodes
+        return self.described.read().allocation_nodes
 
     @property
     def conditions(self) -> Mapping[DeviceKey, Mapping[str, Condition]]:
-        return self.described.conditions
+        return self.described.read().conditions
 
     @property
     def label(self) -> str:
