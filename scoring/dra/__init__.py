@@ -11,7 +11,8 @@ for all requests of all the pod's claims together (they must fit on one node, on
 devices). A selector that cannot be evaluated leaves the node ``unevaluated``: never a guess.
 
 ``build``: the one step that reads the API objects, into ``rows`` (devices, claims,
-classes, a pod's claim references), once per snapshot; ``inventory``: the rows indexed;
+classes, a pod's claim references), once per snapshot (``build_devices``: a slice's
+devices); ``inventory``: the rows indexed;
 ``model``: claims resolved, requests and per-node fits as data; ``fit``: one node;
 ``capacity``: shared devices (consumable capacity); ``binding``: binding conditions;
 ``taint_rules``: DeviceTaintRules, applied while the rows are built.
@@ -19,13 +20,12 @@ classes, a pod's claim references), once per snapshot; ``inventory``: the rows i
 
 from scoring.dra.build import (
     IMPLICIT_EXTENDED_PREFIX,
-    device_row,
     dra_rows,
     pod_claim_refs,
-    request_policy,
     serves_extended,
     slice_devices,
 )
+from scoring.dra.build_devices import device_row, request_policy
 from scoring.dra.inventory import (
     ClaimSet,
     Inventory,

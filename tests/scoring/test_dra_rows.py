@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from scoring.cel.values import Version
-from scoring.dra import Inventory, build, dra_rows, pod_claim_refs
+from scoring.dra import Inventory, build, build_devices, dra_rows, pod_claim_refs
 from scoring.nodetable import node_info
 from tests.paths import FIXTURES
 from triage.config import DEFAULT_GPU_DRIVERS
@@ -91,9 +91,9 @@ def test_a_pods_claim_references_are_read_once() -> None:
 def test_what_describes_a_device_or_a_claim_is_read_when_first_asked(
         monkeypatch: pytest.MonkeyPatch) -> None:
     read: list[str] = []
-    capacity, spec = build._capacity, build.claim_spec
-    monkeypatch.setattr(build, "_capacity", lambda *args: read.append("capacity") or capacity(
-        *args))
+    capacity, spec = build_devices._capacity, build.claim_spec
+    monkeypatch.setattr(build_devices, "_capacity",
+                        lambda *args: read.append("capacity") or capacity(*args))
     monkeypatch.setattr(build, "claim_spec", lambda raw, label: read.append(label) or spec(
         raw, label))
     rows = dra_rows(DRA)

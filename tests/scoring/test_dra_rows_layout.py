@@ -12,7 +12,7 @@ import pytest
 from tests.paths import REPO as ROOT
 
 # The row-building step: these read ResourceSlices, claims, classes, rules and a pod's claims.
-BUILDERS = ("scoring/dra/build.py", "scoring/dra/taint_rules.py")
+BUILDERS = ("scoring/dra/build.py", "scoring/dra/build_devices.py", "scoring/dra/taint_rules.py")
 # Read off the rows too, under the same names: a capacity's name, not an object's field.
 ROW_KEYS = {"memory"}
 READERS = sorted({*(ROOT / "scoring" / "dra").glob("*.py"),
