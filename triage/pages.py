@@ -15,7 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from scoring.objects import K8sObject, is_terminated
-from triage.slim import SLIM_NODE, SLIM_POD, slim, trim_pod
+from triage.slim import NODE_PARTS, SLIM_NODE, SLIM_POD, slim, sound, trim_pod
 
 if TYPE_CHECKING:
     from triage.cluster.resources import Resource
@@ -91,7 +91,7 @@ def with_kind(resource: Resource, items: Iterable[K8sObject]) -> list[K8sObject]
 @cache
 def slim_nodes() -> ItemShape:
     """What a list keeps of each node (the watch cache, a cold read): SLIM_NODE."""
-    return ItemShape("Node", SLIM_NODE, lambda node: node)
+    return ItemShape("Node", SLIM_NODE, lambda node: sound(node, NODE_PARTS))
 
 
 @cache

@@ -4,7 +4,7 @@ a triage of one namespace looks at only in passing."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from scoring.objects import K8sObject
 
@@ -36,6 +36,63 @@ SLIM_POD: _Keep = {
     "status": {"phase": True, "startTime": True,
                "conditions": {"type": True, "status": True, "lastTransitionTime": True}},
 }
+# The parts triage reads of a pod and of a node, and the JSON type each must have: a type; a
+# dict, an object of such parts; a one-item list, a list of such items. A part of another type
+# (null, a string where an object belongs, ...) counts as absent, as kube-apiserver would
+# never have served it; a list keeps only its items of the right type.
+_RESOURCES = {"requests": dict, "limits": dict}
+_PARTS_CONTAINER = [{"name": str, "resources": _RESOURCES}]
+_PARTS_METADATA = {"name": str, "namespace": str, "labels": dict, "annotations": dict,
+                   "ownerReferences": [dict]}
+POD_PARTS: _Keep = {
+    "metadata": _PARTS_METADATA,
+    "spec": {"containers": _PARTS_CONTAINER, "initContainers": _PARTS_CONTAINER,
+             "overhead": dict, "resources": _RESOURCES},
+    "status": {"conditions": [dict]},
+}
+NODE_PARTS: _Keep = {
+    "metadata": _PARTS_METADATA,
+    "spec": {"taints": [dict]},
+    "status": {"capacity": dict, "allocatable": dict, "conditions": [dict]},
+}
+_ODD = object()  # a part of the wrong type: left out
+
+
+def sound(obj: K8sObject, parts: _Keep) -> K8sObject:
+    """``obj`` with each of ``parts`` of the wrong JSON type left out (``obj`` itself when
+    none is: most objects are read without a copy)."""
+    kept = _sound(obj, parts)
+    return {} if kept is _ODD else cast(K8sObject, kept)
+
+
+def is_sound(obj: Any, parts: Any) -> bool:
+    """Whether ``obj`` has every one of ``parts`` of its right type (or absent)."""
+    return _sound(obj, parts) is obj
+
+
+def _sound(value: Any, part: Any) -> Any:
+    if isinstance(part, type):
+        return value if isinstance(value, part) else _ODD
+    if isinstance(part, list):
+        if not isinstance(value, list):
+            return _ODD
+        items = [kept for item in value if (kept := _sound(item, part[0])) is not _ODD]
+        same = len(items) == len(value) and all(a is b for a, b in zip(items, value, strict=True))
+        return value if same else items
+    if not isinstance(value, dict):
+        return _ODD
+    copied: dict[str, Any] | None = None
+    for key, inner in part.items():
+        if key in value and (kept := _sound(value[key], inner)) is not value[key]:
+            if copied is None:
+                copied = dict(value)
+            if kept is _ODD:
+                del copied[key]
+            else:
+                copied[key] = kept
+    return value if copied is None else copied
+
+
 # Pod annotations worth keeping: HAMi's allocation records (device usage per card).
 SLIM_POD_ANNOTATION_PREFIXES = ("hami.io/", "4pd.io/", "nvidia.com/")
 
@@ -59,7 +116,9 @@ def slim_pod(pod: K8sObject) -> K8sObject:
 def trim_pod(small: K8sObject) -> K8sObject:
     """A pod cut to SLIM_POD keeps only the annotations that record device allocations, and
     a condition only when it says since when the pod has held its node: PodScheduled, on a
-    pod without a startTime (150,000 pods' other conditions would be kept for nothing)."""
+    pod without a startTime (150,000 pods' other conditions would be kept for nothing). Its
+    parts of the wrong type are left out (``sound``)."""
+    small = sound(small, POD_PARTS)
     annotations = small.get("metadata", {}).get("annotations")
     if annotations:
         small["metadata"]["annotations"] = device_annotations(annotations)
@@ -91,5 +150,4 @@ def slim_outside(namespace: str, pod: K8sObject) -> K8sObject:
 
 
 def slim_node(node: K8sObject) -> K8sObject:
-    small: K8sObject = slim(node, SLIM_NODE)
-    return small
+    return sound(slim(node, SLIM_NODE), NODE_PARTS)

@@ -26,6 +26,7 @@ from scoring.times import rfc3339 as rfc3339
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
 from triage.pods import Holdings, holders, namespace_holdings, sum_requests
 from triage.queues import QueueIndex
+from triage.slim import NODE_PARTS, POD_PARTS, sound
 
 if TYPE_CHECKING:
     from triage.rows import Rows
@@ -100,8 +101,7 @@ class Snapshot:
         lists: dict[str, Any] = {}
         with bulk_parse():
             for filename, attribute in DUMP_FILES.items():
-                lists[attribute] = _read_list(directory / filename,
-                                              keep_pod if attribute == "pods" else None)
+                lists[attribute] = _read_list(directory / filename, _kept(attribute, keep_pod))
             written = [path.stat().st_mtime for name in DUMP_FILES
                        if (path := directory / name).is_file()]
             snapshot = cls(**lists, cluster=cluster or directory.name,
@@ -416,6 +416,19 @@ def event_time(event: Mapping[str, Any]) -> str:
               (event.get("series") or {}).get("lastObservedTime"),
               event.get("firstTimestamp"), event.get("metadata", {}).get("creationTimestamp"))
     return max((str(s)[:19] for s in stamps if s), default="")
+
+
+def _kept(attribute: str, keep_pod: Callable[[K8sObject], K8sObject] | None,
+          ) -> Callable[[K8sObject], K8sObject] | None:
+    """What a dump keeps of each item: of a pod or a node, its parts of the wrong JSON type
+    left out (``triage.slim.sound``), of a pod then what ``keep_pod`` keeps."""
+    if attribute == "nodes":
+        return lambda node: sound(node, NODE_PARTS)
+    if attribute != "pods":
+        return None
+    if keep_pod is None:
+        return lambda pod: sound(pod, POD_PARTS)
+    return lambda pod: keep_pod(sound(pod, POD_PARTS))
 
 
 def _read_list(path: Path, keep: Callable[[K8sObject], K8sObject] | None) -> list[K8sObject]:

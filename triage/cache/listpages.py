@@ -8,7 +8,8 @@ again; here msgspec hands over the shared fields undecoded (a ``Raw`` slice of t
 a field seen before is one dictionary lookup by those bytes and only a new one is decoded.
 The items are those the store's ``ItemShape`` keeps (the same fields and values, as
 ``tests/triage/cluster/test_pages.py`` checks on every recorded scenario); a page whose fields
-have other JSON types than these is left to ``ItemShape``.
+have other JSON types than these, or than triage reads (``triage.slim.POD_PARTS``,
+``NODE_PARTS``: checked once per distinct value), is left to ``ItemShape``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,17 @@ from msgspec import UNSET, Raw, Struct, UnsetType
 
 from scoring.objects import TERMINAL_PHASES, K8sObject
 from triage.pages import ItemShape, finished_pods, kept_type
-from triage.slim import SLIM_NODE, SLIM_POD, device_annotations, scheduled_conditions, slim
+from triage.slim import (
+    NODE_PARTS,
+    POD_PARTS,
+    SLIM_NODE,
+    SLIM_POD,
+    device_annotations,
+    is_sound,
+    scheduled_conditions,
+    slim,
+    sound,
+)
 
 if TYPE_CHECKING:
     from triage.cluster.resources import Resource
@@ -61,13 +72,19 @@ class Alike(Generic[T]):
         return value
 
 
+def odd_part() -> msgspec.ValidationError:
+    """A part of another JSON type than triage reads: the page is left to ``ItemShape``."""
+    return msgspec.ValidationError("a part of an unexpected JSON type")
+
+
 class _ByBytes:
     """The values of one kind of field, by their bytes in a page: decoded (and ``cut``) the
-    first time, one object for each distinct value (``alike``)."""
+    first time, one object for each distinct value (``alike``); a value not of ``part`` (a
+    triage.slim parts type) raises ``odd_part``."""
 
     def __init__(self, alike: Callable[[object], object],
-                 cut: Callable[[Any], Any] | None = None) -> None:
-        self._alike, self._cut = alike, cut
+                 cut: Callable[[Any], Any] | None = None, part: Any = None) -> None:
+        self._alike, self._cut, self._part = alike, cut, part
         self._known: Alike[object] = Alike()
 
     def __call__(self, raw: Raw) -> object:
@@ -75,15 +92,15 @@ class _ByBytes:
         value = self._known.get(key)
         if value is None:
             decoded = _decode(key)
+            if self._part is not None and not is_sound(decoded, self._part):
+                raise odd_part()
             value = self._known.put(key, self._alike(
                 decoded if self._cut is None else self._cut(decoded)))
         return value
 
 
-def interned_labels(labels: object) -> object:
+def interned_labels(labels: dict[str, Any]) -> dict[str, Any]:
     """Labels with their keys and values interned (a pool's nodes share most of them)."""
-    if not isinstance(labels, dict):
-        return labels
     return {sys.intern(key): sys.intern(value) if isinstance(value, str) else value
             for key, value in labels.items()}
 
@@ -95,8 +112,8 @@ class _Metadata(Struct):
     creationTimestamp: Any = UNSET
     deletionTimestamp: Any = UNSET
     labels: Raw = _ABSENT
-    name: Any = UNSET
-    namespace: Any = UNSET
+    name: str | UnsetType = UNSET
+    namespace: str | UnsetType = UNSET
     ownerReferences: Raw = _ABSENT
     resourceVersion: Any = UNSET
     uid: Any = UNSET
@@ -178,6 +195,8 @@ class _SharedItems(ItemShape):
         self._alike = alike
         self._pages = msgspec.json.Decoder(page)
         self._values = _ByBytes(alike)  # the fields kept whole
+        self._objects = _ByBytes(alike, part=dict)  # those that must be objects
+        self._owners = _ByBytes(alike, part=POD_PARTS["metadata"]["ownerReferences"])
 
     def kept_page(self, resource: Resource, data: bytes,
                   ) -> tuple[Mapping[str, Any], list[K8sObject]] | None:
@@ -218,7 +237,7 @@ class _SharedItems(ItemShape):
         if (value := metadata.namespace) is not UNSET:
             kept["namespace"] = _interned(value)
         if metadata.ownerReferences:
-            kept["ownerReferences"] = self._values(metadata.ownerReferences)
+            kept["ownerReferences"] = self._owners(metadata.ownerReferences)
         if (value := metadata.resourceVersion) is not UNSET:
             kept["resourceVersion"] = value
         if (value := metadata.uid) is not UNSET:
@@ -234,7 +253,7 @@ class SharedPods(_SharedItems):
     def __init__(self, keep: Callable[[K8sObject], K8sObject],
                  alike: Callable[[object], object]) -> None:
         super().__init__("Pod", SLIM_POD, finished_pods(keep), _PodPage, alike)
-        self._annotations = _ByBytes(alike, device_annotations)
+        self._annotations = _ByBytes(alike, device_annotations, dict)
         self._specs: Alike[K8sObject] = Alike()  # less the node, with a slot for it
         self._statuses: Alike[K8sObject] = Alike()
 
@@ -244,7 +263,7 @@ class SharedPods(_SharedItems):
             return None
         pod = self._head(resource, item)
         if isinstance(item.metadata, _Metadata):
-            pod["metadata"] = self._metadata(item.metadata, self._values, self._annotations)
+            pod["metadata"] = self._metadata(item.metadata, self._objects, self._annotations)
         if isinstance(item.spec, _Spec):
             pod["spec"] = self._spec(item.spec)
         if isinstance(status, _Status):
@@ -276,6 +295,8 @@ class SharedPods(_SharedItems):
                 value = _decode(raw)
                 shared[field] = self._alike(slim(value, _CONTAINER) if field in _CONTAINER_FIELDS
                                             else value)
+        if not is_sound(shared, POD_PARTS["spec"]):
+            raise odd_part()
         return shared
 
     def _status(self, status: _Status) -> K8sObject:
@@ -290,8 +311,10 @@ class SharedPods(_SharedItems):
             return self._statuses.put(key, {"phase": phase, "startTime": started})
         kept: K8sObject = {}
         if status.conditions and not started:
-            kept["conditions"] = scheduled_conditions(slim(_decode(status.conditions),
-                                                           _CONDITION))
+            conditions = _decode(status.conditions)
+            if not is_sound(conditions, POD_PARTS["status"]["conditions"]):
+                raise odd_part()
+            kept["conditions"] = scheduled_conditions(slim(conditions, _CONDITION))
         if phase is not UNSET:
             kept["phase"] = phase
         if started is not UNSET:
@@ -306,13 +329,14 @@ class SharedNodes(_SharedItems):
 
     def __init__(self, keep: Callable[[K8sObject], K8sObject],
                  alike: Callable[[object], object]) -> None:
-        super().__init__("Node", SLIM_NODE, keep, _NodePage, alike)
+        super().__init__("Node", SLIM_NODE, lambda node: keep(sound(node, NODE_PARTS)),
+                         _NodePage, alike)
         self._specs: Alike[K8sObject] = Alike()
 
     def _item(self, resource: Resource, item: _Node) -> K8sObject:
         node = self._head(resource, item)
         if isinstance(item.metadata, _Metadata):
-            node["metadata"] = self._metadata(item.metadata, _labels, self._values)
+            node["metadata"] = self._metadata(item.metadata, _labels, self._objects)
         if isinstance(item.spec, _NodeSpec):
             node["spec"] = self._spec(item.spec)
         if isinstance(item.status, _NodeStatus):
@@ -324,19 +348,24 @@ class SharedNodes(_SharedItems):
         key = b"\0".join(_node_spec_fields(spec))
         shared = self._specs.get(key)
         if shared is None:
-            shared = self._specs.put(key, {field: _decode(raw) for field in
-                                           _NodeSpec.__struct_fields__
-                                           if (raw := getattr(spec, field))})
+            shared = {field: _decode(raw) for field in _NodeSpec.__struct_fields__
+                      if (raw := getattr(spec, field))}
+            if not is_sound(shared, NODE_PARTS["spec"]):
+                raise odd_part()
+            shared = self._specs.put(key, shared)
         return shared
 
     def _status(self, status: _NodeStatus) -> K8sObject:
         kept: K8sObject = {}
         if status.allocatable:
-            kept["allocatable"] = self._values(status.allocatable)
+            kept["allocatable"] = self._objects(status.allocatable)
         if status.capacity:
-            kept["capacity"] = self._values(status.capacity)
+            kept["capacity"] = self._objects(status.capacity)
         if status.conditions:
-            kept["conditions"] = self._alike(_node_conditions(status.conditions))
+            conditions = _node_conditions(status.conditions)
+            if not is_sound(conditions, NODE_PARTS["status"]["conditions"]):
+                raise odd_part()
+            kept["conditions"] = self._alike(conditions)
         if status.runtimeHandlers:
             kept["runtimeHandlers"] = self._values(status.runtimeHandlers)
         return kept
@@ -344,7 +373,10 @@ class SharedNodes(_SharedItems):
 
 def _labels(raw: Raw) -> object:
     """A node's labels (its own: its host name is one of them), their strings interned."""
-    return interned_labels(_decode(raw))
+    labels = _decode(raw)
+    if not isinstance(labels, dict):
+        raise odd_part()
+    return interned_labels(labels)
 
 
 def _interned(value: Any) -> Any:

@@ -33,6 +33,7 @@ from triage.cluster.resources import (
 from triage.errors import ClusterError
 from triage.pods import named_resources
 from triage.refs import PodRef
+from triage.slim import POD_PARTS, sound
 from triage.snapshot import WORKLOAD_KINDS
 
 # More names than this: one list of the namespace's events instead of one request per name.
@@ -80,7 +81,7 @@ def read_ref_objects(reader: ClusterReader, ref: PodRef, page_size: int = DEFAUL
         pod = reader.get(PODS, namespace, ref.name)
     found = RefObjects()
     if pod is not None:
-        found.pods = [pod]
+        found.pods = [sound(pod, POD_PARTS)]
         found.events = events_about(reader, namespace, [ref.name], page_size, found.problems)
         return found
     failed_creates = optional_read(found.problems, lambda: reader.list_all(
@@ -107,7 +108,7 @@ def read_ref_objects(reader: ClusterReader, ref: PodRef, page_size: int = DEFAUL
         found.workloads.extend([workload, *children])
         found.pods.extend(pods)
     found.workloads = unique_objects(found.workloads)
-    found.pods = unique_objects(found.pods)
+    found.pods = [sound(pod, POD_PARTS) for pod in unique_objects(found.pods)]
     names = [ref.name, *(w["metadata"]["name"] for w in workloads),
              *(p["metadata"]["name"] for p in found.pods)]
     found.events = unique_objects([
