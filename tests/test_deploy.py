@@ -25,7 +25,7 @@ from triage.cluster import EVENTS, NODES, PODS, QUOTAS, RUNTIME_CLASSES, WORKLOA
 from triage.cluster.resources import JOB_RESOURCES
 
 DEPLOY = REPO / "deploy"
-COMPONENTS = ("http", "dry-run-preflight", "digest-cronjob")
+COMPONENTS = ("http", "dry-run-preflight", "digest-cronjob", "large-cluster")
 Objects = list[dict[str, Any]]
 
 
@@ -250,6 +250,27 @@ def test_digest_cronjob_posts_weekly_from_the_shared_store(compose: Compose) -> 
     assert env(job)["GPUWHY_DATABASE_URL"]["valueFrom"] == env(
         one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0],
     )["GPUWHY_DATABASE_URL"]["valueFrom"]
+
+
+def gibibytes(quantity: str) -> float:
+    number, unit = quantity[:-2], quantity[-2:]
+    return float(number) / {"Mi": 1024, "Gi": 1}[unit]
+
+
+# The watch cache's RSS after 30 answers at 100,000 nodes / 1,000,000 pods (README,
+# Performance): what the large-cluster component must hold with room to spare.
+CACHE_GIB_AT_100K_NODES = 1.97
+
+
+def test_large_cluster_component_holds_the_cache_of_100k_nodes(compose: Compose) -> None:
+    [base] = containers(compose("sqlite"))
+    [bot] = containers(compose("sqlite", "large-cluster"))
+    assert gibibytes(base["resources"]["limits"]["memory"]) < CACHE_GIB_AT_100K_NODES * 1.25
+    resources = bot["resources"]
+    assert gibibytes(resources["requests"]["memory"]) >= CACHE_GIB_AT_100K_NODES
+    assert gibibytes(resources["limits"]["memory"]) >= 1.5 * CACHE_GIB_AT_100K_NODES
+    assert {k: v for k, v in bot.items() if k != "resources"} == \
+        {k: v for k, v in base.items() if k != "resources"}
 
 
 def test_slack_manifest_has_the_command_and_interactivity() -> None:
