@@ -312,7 +312,7 @@ class SharedPods(_SharedItems):
         kept: K8sObject = {}
         if status.conditions and not started:
             conditions = _decode(status.conditions)
-            if not is_sound(conditions, POD_PARTS["status"]["conditions"]):
+            if not isinstance(conditions, list):  # its items scheduled_conditions checks
                 raise odd_part()
             kept["conditions"] = scheduled_conditions(slim(conditions, _CONDITION))
         if phase is not UNSET:

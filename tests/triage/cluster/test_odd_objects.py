@@ -22,10 +22,14 @@ from tests.triage.cluster.test_pages import (
     ODD_FIELDS,
     ODD_NODE_FIELDS,
     SEVEN,
+    as_page,
     odd_pod,
+    whole,
     with_field,
 )
 from tests.triage.cluster.test_read import FINISHED_REMARK
+from triage.cache import PodStore
+from triage.cluster.resources import PODS
 from triage.refs import PodRef
 from triage.slim import NODE_PARTS, POD_PARTS, sound
 
@@ -121,3 +125,16 @@ def test_sound_leaves_out_the_parts_of_another_type(obj: dict[str, Any], parts: 
 def test_a_sound_object_is_read_without_a_copy() -> None:
     pod = json.loads((SEVEN / "pods.json").read_text())["items"][0]
     assert sound(pod, POD_PARTS) is pod
+
+
+@pytest.mark.parametrize("conditions", [{"type": "PodScheduled"}, ["PodScheduled"], "x", None])
+def test_odd_conditions_of_a_pod_not_started_are_kept_as_the_whole_pod_is(
+        conditions: object) -> None:
+    """A pod without a startTime keeps its PodScheduled condition (triage.slim.trim_pod):
+    decoded by its page's bytes or cut whole, odd conditions count as absent alike."""
+    pod = odd_pod("no startTime")
+    pod["status"]["conditions"] = conditions
+    page = as_page([pod])
+    kept = PodStore().slim.kept_page(PODS, page)
+    assert (kept[1] if kept is not None else whole(page)) == whole(page)
+    assert not whole(page)[0]["status"].get("conditions")  # none of them a condition
