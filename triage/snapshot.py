@@ -421,14 +421,15 @@ def event_time(event: Mapping[str, Any]) -> str:
 def _kept(attribute: str, keep_pod: Callable[[K8sObject], K8sObject] | None,
           ) -> Callable[[K8sObject], K8sObject] | None:
     """What a dump keeps of each item: of a pod or a node, its parts of the wrong JSON type
-    left out (``triage.slim.sound``), of a pod then what ``keep_pod`` keeps."""
+    left out (``triage.slim.sound``), of a pod what ``keep_pod`` keeps (a slim copy has
+    them left out already)."""
     if attribute == "nodes":
         return lambda node: sound(node, NODE_PARTS)
     if attribute != "pods":
         return None
     if keep_pod is None:
         return lambda pod: sound(pod, POD_PARTS)
-    return lambda pod: keep_pod(sound(pod, POD_PARTS))
+    return lambda pod: sound(pod, POD_PARTS) if (kept := keep_pod(pod)) is pod else kept
 
 
 def _read_list(path: Path, keep: Callable[[K8sObject], K8sObject] | None) -> list[K8sObject]:
