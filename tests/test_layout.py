@@ -87,7 +87,7 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
                                           "builds the node table's rows from the Nodes"),
     "scoring/nodes.py": dict.fromkeys(("section", "K8sObject", "raw import"),
                                       "the node facts nodetable.py parses"),
-    "scoring/objects.py": dict.fromkeys(("section", "K8sObject"), "the raw object helpers"),
+    "scoring/objects.py": dict.fromkeys(("K8sObject",), "the raw object helpers"),
     "triage/classify/subject.py": dict.fromkeys(
         ("K8sObject", "raw import"),
         "the Subject carries the raw pod and Snapshot for DRA's and Kueue's checks"),
