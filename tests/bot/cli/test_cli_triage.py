@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from bot.cli.main import main
 from tests.conftest import SCENARIOS
-from tests.paths import REPO
+from tests.paths import FIXTURES, REPO
 
 SEVEN = str(SCENARIOS / "seven-states")
 
@@ -54,6 +55,23 @@ def test_unreadable_snapshot_file(tmp_path: Path, capsys: pytest.CaptureFixture[
     (tmp_path / "pods.json").write_text("{truncated")
     assert main(["triage", "a/b", "--snapshot", str(tmp_path)]) == 3
     assert "pods.json: not valid JSON" in capsys.readouterr().err
+
+
+def test_an_unparsable_node_quantity_is_answered(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    # a dump edited by hand: gpu-a100-1's pod count no longer parses
+    dump = tmp_path / "dump"
+    shutil.copytree(FIXTURES / "scenarios-extra" / "scheduling-gates", dump)
+    nodes = json.loads((dump / "nodes.json").read_text())
+    [node] = [n for n in nodes["items"] if n["metadata"]["name"] == "gpu-a100-1"]
+    node["status"]["allocatable"]["pods"] = "lots"
+    (dump / "nodes.json").write_text(json.dumps(nodes))
+    assert main(["triage", "lab/gate-one", "--snapshot", str(dump), "--no-record"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.startswith(
+        "🧷 other-constraint — lab/gate-one\nNext: GPU-wise a node fits, but gpu-a100-1: "
+        "status.allocatable.pods 'lots' could not be read.")
 
 
 def test_verbose_logs_node_lines(capsys: pytest.CaptureFixture[str],

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from scoring.quantity import QuantityError
 from scoring.verdict import Verdict
 from tests.conftest import find, load_lists
 from tests.paths import FIXTURES
@@ -212,7 +211,15 @@ def test_exactly_enough_cpu_memory_and_one_pod_slot_fit(ungated: Lists) -> None:
 
 
 def test_an_unparsable_pod_count_is_named(ungated: Lists) -> None:
-    # The API server stores only valid quantities; a dump edited by hand may not.
+    # The API server stores only valid quantities; a dump edited by hand may not. The node
+    # cannot be shown to have a pod slot, and its report says why.
     find(ungated["nodes"], "gpu-a100-1")["status"]["allocatable"]["pods"] = "lots"
-    with pytest.raises(QuantityError, match=r"^not a quantity: 'lots'$"):
-        _answer(ungated, POD)
+    verdict = _answer(ungated, POD)
+    unread = "status.allocatable.pods 'lots' could not be read"
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"GPU-wise a node fits, but gpu-a100-1: {unread}. Lower the pod's cpu / memory requests"
+        " or free those nodes.")
+    assert _evidence(verdict) == [("Node/gpu-a100-1", "status.allocatable − requests", unread)]
+    [report] = [n for n in verdict.nodes if n.name == "gpu-a100-1"]
+    assert (report.outcome, report.detail) == ("other-constraint", unread)

@@ -3,10 +3,7 @@ NodeResourcesFit), a DRA claim, or something the scheduler names."""
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from scoring.nodetable import NodeInfo
-from scoring.quantity import parse_quantity
 from scoring.verdict import Evidence
 from triage.classify.checks.dra import binding_in_progress
 from triage.classify.checks.dra_alternatives import fitting_alternatives
@@ -22,8 +19,6 @@ from triage.messages import (
 )
 from triage.vocabulary import Cause
 
-_NONE = Decimal(0)
-
 
 def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
     """NodeResourcesFit for cpu, memory, ephemeral storage and the pod count."""
@@ -32,9 +27,10 @@ def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
              if resource in room and room[resource] < asked]
     left = room.get("pods")
     if left is None and (pods := node.allocatable_text.get("pods")) is not None:
-        # an unparsable pod count raises, as it always has
-        left = parse_quantity(pods) - subject.rows.requested_on(node.name).get("pods", _NONE)
-    if left is not None and left < 1:
+        # Only a hand-edited dump has one: the pod count is unknown, so the node cannot be
+        # shown to have a slot (the scheduler reads a pod count it lacks as none).
+        short.append(f"status.allocatable.pods {pods!r} could not be read")
+    elif left is not None and left < 1:
         short.append("Too many pods")
     return ", ".join(short) if short else None
 
