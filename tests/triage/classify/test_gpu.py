@@ -113,13 +113,18 @@ def test_two_gpu_resources_both_too_large() -> None:
         ("Node/gpu-mig-1", "status.allocatable[nvidia.com/gpu]", short)]
 
 
-def test_a_node_without_the_second_resource_shows_the_first_one_s_capacity() -> None:
+def test_a_node_without_the_second_resource_names_that_one() -> None:
     # gpu-a100-2 (pool a100) has 4 nvidia.com/gpu and no nvidia.com/mig-1g.10gb
     lists = _mig_pod("1", "2")
     find(lists["pods"], "mig-pod", "lab")["spec"]["nodeSelector"] = {"pool": "a100"}
     verdict = _answer(lists, "lab/mig-pod")
-    assert verdict.cause == "no-gpu-node"
-    assert _evidence(verdict)[0] == ("Node/gpu-a100-2", "status.capacity[nvidia.com/gpu]", "4")
+    assert (verdict.cause, verdict.action) == (
+        "no-gpu-node",
+        "no matching node reports nvidia.com/mig-1g.10gb in status.capacity: gpu-a100-2"
+        " although its GFD labels say NVIDIA-A100-SXM4-80GB. The device plugin is not"
+        " registered there: restore the device plugin on gpu-a100-2.")
+    assert _evidence(verdict)[0] == (
+        "Node/gpu-a100-2", "status.capacity[nvidia.com/mig-1g.10gb]", "absent")
     assert {n.name: n.detail for n in verdict.nodes}["gpu-a100-2"] == (
         "no nvidia.com/mig-1g.10gb in status.capacity")
 

@@ -29,13 +29,21 @@ def drop_no_gpu_node(subject: Subject, node: NodeInfo) -> str | None:
     capacity = node.capacity
     if all(map(capacity.get, subject.gpu)):  # every node is asked: no Python-level loop
         return None
-    asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
-    missing = [r for r in asked if not capacity.get(r)]
+    missing = _missing_capacity(subject, node)
     return f"no {', '.join(missing)} in status.capacity" if missing else None
 
 
+def _missing_capacity(subject: Subject, node: NodeInfo) -> list[str]:
+    """The pod's GPU resources a device plugin must meet that the node reports none of."""
+    asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
+    return [r for r in asked if not node.capacity.get(r)]
+
+
 def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
-    resource = primary(subject)
+    # the resources the dropped nodes lack (a node may report the pod's first one, not its
+    # second), in the pod's order
+    missing = {n.name: _missing_capacity(subject, n) for n, _ in dropped}
+    resources = ", ".join(dict.fromkeys(r for names in missing.values() for r in names))
     parts = []
     for node, _ in dropped:
         product = node.labels.get("nvidia.com/gpu.product")
@@ -48,11 +56,11 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
            "only as DRA devices (ResourceSlices): ask for them through a ResourceClaim "
            "instead." if published else "")
     return Finding(Cause.NO_GPU_NODE,
-                   f"no matching node reports {resource} in status.capacity: "
+                   f"no matching node reports {resources} in status.capacity: "
                    f"{'; '.join(parts)}. The device plugin is not registered there: restore the "
                    f"device plugin on {', '.join(n.name for n, _ in dropped)}.{dra}",
-                   [Evidence(f"Node/{n.name}", f"status.capacity[{resource}]",
-                             str(n.capacity.get(resource) or "absent"))
+                   [Evidence(f"Node/{n.name}", f"status.capacity[{missing[n.name][0]}]",
+                             str(n.capacity.get(missing[n.name][0]) or "absent"))
                     for n, _ in dropped[:5]])
 
 
