@@ -221,7 +221,7 @@ def test_an_init_container_comes_before_the_app_container(lists: Lists) -> None:
     verdict = _answer(lists)
     assert verdict.action == (
         "research/ok is bound to gpu-a100-1 (phase Pending): scheduling is done, but container"
-        " fetch keeps crashing (1 restarts), last exit 1 (Error): read kubectl logs -n research"
+        " fetch keeps crashing (1 restart), last exit 1 (Error): read kubectl logs -n research"
         " ok -c fetch --previous.")
     assert _evidence(verdict)[-1] == (POD, "status.initContainerStatuses[fetch]",
                                       "CrashLoopBackOff, last exit 1 (Error)")

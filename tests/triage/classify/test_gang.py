@@ -117,13 +117,22 @@ def test_an_incomplete_gang_too_large_for_its_pool_says_both(gangs: Lists) -> No
         " exist yet.")
 
 
+def test_a_gang_of_one_pod_yet_says_it_in_the_singular(gangs: Lists) -> None:
+    for index in (1, 2):
+        gangs["pods"].remove(find(gangs["pods"], f"llama-pretrain-{index}", "train"))
+    find(gangs["pods"], "llama-pretrain-0", "train")["spec"]["nodeSelector"] = {"pool": "a100"}
+    verdict = _answer(gangs, "train/llama-pretrain-0")
+    assert verdict.cause == "too-large"
+    assert verdict.action.endswith(" Besides, only 1 of its 4 pods exists yet.")
+
+
 def test_an_incomplete_gang_missing_several_pods(gangs: Lists) -> None:
     for index in (1, 2):
         gangs["pods"].remove(find(gangs["pods"], f"llama-pretrain-{index}", "train"))
     verdict = _answer(gangs, "train/llama-pretrain-0")
     assert (verdict.cause, verdict.action) == (
         "other-constraint",
-        f"gang incomplete: {LLAMA} has gang minCount 4, only 1 pods (llama-pretrain-0) name it."
+        f"gang incomplete: {LLAMA} has gang minCount 4, only 1 pod (llama-pretrain-0) names it."
         " GPU-wise the gang would fit, but kube-scheduler holds its pods back before any"
         " scheduling attempt until 4 exist (no event, no PodScheduled condition). Create the"
         " missing 3 pods, or lower minCount.")

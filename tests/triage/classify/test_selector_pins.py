@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from scoring.verdict import Verdict
+from tests.conftest import find, load_lists
 from tests.paths import FIXTURES
 from triage.classify import triage
 from triage.refs import parse_ref
@@ -85,3 +86,11 @@ def test_pin_evidence_is_the_selection_and_each_node(recorded: Snapshot) -> None
     assert [(e.object, e.value) for e in verdict.evidence] == [
         ("Pod lab/two-gone", "required node affinity"),
         *[(f"Node/{node}", "unmatched metadata.name In (gpu-gone-1,gpu-gone-2)") for node in NODES]]
+
+
+def test_a_cluster_of_one_node_is_said_in_the_singular() -> None:
+    lists = load_lists(SCENARIO)
+    lists["nodes"] = [find(lists["nodes"], "cpu-1")]
+    verdict = answer(Snapshot(**lists), "label-absent")
+    assert verdict.action == ("nodeSelector example.com/fabric=ib does not match the one node."
+                              " No node has the label at all." + FIX)

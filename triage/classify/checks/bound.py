@@ -123,10 +123,10 @@ def _container_trouble(pod: PodRow) -> tuple[str, str, str] | None:
             exited = last if reason else ended
             why = _exit(exited, "last exit" if reason else "exited")
             restarts = container.restarts
+            restarted = f" ({restarts} restart{'' if restarts == 1 else 's'})" if restarts else ""
             oom = exited is not None and exited.reason == "OOMKilled"
             return field, f"{reason or 'terminated'}{', ' + why if why else ''}", (
-                f"but {who} {'keeps crashing' if reason else 'failed'}"
-                f"{f' ({restarts} restarts)' if restarts else ''}"
+                f"but {who} {'keeps crashing' if reason else 'failed'}{restarted}"
                 f"{', ' + why if why else ''}: "
                 + ("raise its memory limit, or lower what it uses." if oom else
                    f"read kubectl logs -n {pod.namespace} {pod.name} -c {container.name}"

@@ -184,7 +184,9 @@ def _assumed_note(subject: Subject, gang: Gang) -> str:
 def _incomplete_note(gang: Gang) -> str:
     if gang.complete:
         return ""
-    return (f" Besides, only {len(gang.members)} of its {gang.min_count} pods exist yet.")
+    made = len(gang.members)
+    return (f" Besides, only {made} of its {gang.min_count} pods "
+            f"exist{'s' if made == 1 else ''} yet.")
 
 
 def check_gang_incomplete(subject: Subject) -> Finding | None:
@@ -204,11 +206,12 @@ def check_gang_incomplete(subject: Subject) -> Finding | None:
     if gang.complete:
         return None
     names = ", ".join(p.name for p in gang.members[:6]) or "none"
-    missing = gang.min_count - len(gang.members)
+    made, missing = len(gang.members), gang.min_count - len(gang.members)
     why, evidence = _creation_blocked(subject, gang)
     return Finding(Cause.OTHER_CONSTRAINT,
                    f"gang incomplete: {gang.label} has gang minCount {gang.min_count}, only "
-                   f"{len(gang.members)} pods ({names}) name it. GPU-wise the gang would fit, "
+                   f"{made} {'pod' if made == 1 else 'pods'} ({names}) "
+                   f"name{'s' if made == 1 else ''} it. GPU-wise the gang would fit, "
                    "but kube-scheduler holds its pods back before any scheduling attempt until "
                    f"{gang.min_count} exist (no event, no PodScheduled condition).{why} Create "
                    f"the missing {missing} pod{'s' if missing > 1 else ''}, or lower minCount.",

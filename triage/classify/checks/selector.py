@@ -59,8 +59,10 @@ def explain_selector(subject: Subject, dropped: Dropped) -> Finding:
         f" No node has the label{'s' if len(keys) > 1 else ''} at all." if keys else "")
     if subject.affinity_terms is not None and dropped:  # which requirement fails, on one node
         values += f" On {dropped[0][0].name}: {dropped[0][1]}."
+    matched = ("does not match the one node" if len(dropped) == 1
+               else f"matches none of the {len(dropped)} nodes")
     return Finding(Cause.SELECTOR_MISMATCH,
-                   f"{wanted} matches none of the {len(dropped)} nodes.{values} Fix the selector, "
+                   f"{wanted} {matched}.{values} Fix the selector, "
                    "or label a node that should run it.", evidence)
 
 
