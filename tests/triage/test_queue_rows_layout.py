@@ -22,12 +22,15 @@ KUEUE_FIELDS = ("resourceGroups", "coveredResources", "nominalQuota", "borrowing
 # read a Job's or a pod's own fields (its queue label, Kueue's gates), not Kueue's objects.
 ALLOWED_NAMES = frozenset({
     "QueueIndex", "ClusterQueueRow", "LocalQueueRow", "FlavorRow", "WorkloadRow", "CohortRow",
-    "Condition", "FlavorQuota", "PodSet", "Assignment", "QUEUE_LABEL", "queue_name",
+    "Condition", "FlavorQuota", "PodSet", "Assignment", "QueueOwner", "QUEUE_LABEL", "queue_name",
     "valid_name", "kueue_gates", "kueue_involved"})
 RAW_READS = (
     (re.compile(r"""(["'])(?:""" + "|".join(KUEUE_FIELDS) + r")\1"), "a Kueue field by name"),
     (re.compile(r"(?<![\w.])(?:part|entries|text)\("), "a raw accessor of triage.queues"),
     (re.compile(r"\.by_kind\b|\bindex\.get\("), "QueueIndex's raw objects"),
+    # the Subject's raw pod, spec, workload and Snapshot: its rows say what the checks need
+    (re.compile(r"\bsubject\.(?:pod|spec|workload|snapshot)\b"), "the Subject's raw objects"),
+    (re.compile(r"\bK8sObject\b"), "a raw object"),
 )
 _FROM_QUEUES = re.compile(r"from triage\.queues import (?:\(([^)]*)\)|([\w, ]+))")
 _QUEUES_ATTRIBUTE = re.compile(r"\bqueues\.(\w+)")
@@ -69,7 +72,13 @@ def test_the_rows_are_where_the_raw_shapes_are_read() -> None:
     'active = queues.condition(raw, "Active")',
     'local = index.get("LocalQueue", namespace, queue)',
     'from triage.queues import QueueIndex, part',
-], ids=["field", "accessor", "helper", "index-get", "import"])
+    "gates = queues.kueue_gates(subject.spec)",
+    "if subject.pod is None:",
+    "workload = subject.workload",
+    "index = subject.snapshot.queue_index",
+    "def _queued(owner: K8sObject) -> None:",
+], ids=["field", "accessor", "helper", "index-get", "import", "subject-spec", "subject-pod",
+        "subject-workload", "subject-snapshot", "raw-object"])
 def test_a_raw_read_put_back_is_caught(raw: str) -> None:
     source = (REPO / "triage" / "classify" / "checks" / "queue.py").read_text(encoding="utf-8")
     assert raw_reads(f"{source}\n{raw}\n")

@@ -14,6 +14,7 @@ from tests.conftest import find, load_lists
 from tests.kubeapi import as_v1beta1
 from tests.paths import FIXTURES
 from tests.triage.test_traps import Lists, answer
+from triage.queues import QueueIndex, QueueOwner
 from triage.snapshot import Snapshot
 
 
@@ -312,3 +313,48 @@ def test_a_full_resourcequota_does_not_stop_a_suspended_jobset_or_rayjob(jobsets
         "status": {"hard": {"requests.nvidia.com/gpu": "4"},
                    "used": {"requests.nvidia.com/gpu": "4"}}}]
     assert answer(jobsets, ref).cause == "queued"
+
+
+# -- a Job or pod as Kueue sees it: the row the queue checks read -----------------------------
+
+@pytest.mark.parametrize(("spec", "parallelism"), [
+    ({"parallelism": 4}, 4), ({}, 1), ({"parallelism": 0}, 1), ({"parallelism": "4"}, 1),
+])
+def test_a_queue_owner_counts_only_a_positive_parallelism(spec: dict[str, Any],
+                                                          parallelism: int) -> None:
+    job = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"namespace": "ml", "name": "train"}, "spec": spec}
+    assert QueueOwner.of(job).parallelism == parallelism
+
+
+def test_a_queue_owner_of_a_gated_pod_names_its_queue_gates_and_workload() -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "namespace": "ml", "name": "p", "uid": "u1",
+        "labels": {"kueue.x-k8s.io/queue-name": "team-a"},
+        "annotations": {"kueue.x-k8s.io/workload": "w1"},
+        "ownerReferences": [{"uid": "o1", "controller": True}, {"uid": "o2"}]},
+        "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}, {"name": "other"}]}}
+    owner = QueueOwner.of(pod)
+    assert (owner.label, owner.queue, owner.gates, owner.involved, owner.workload_name,
+            owner.controller_uids, owner.suspended) == (
+        "Pod ml/p", "team-a", ("kueue.x-k8s.io/admission",), True, "w1", ("o1",), False)
+    bare = QueueOwner.of({"kind": "Pod", "metadata": {"namespace": "ml", "name": "q"}})
+    assert (bare.queue, bare.gates, bare.involved, bare.controller_uids) == (None, (), False, ())
+
+
+@pytest.mark.parametrize(("metadata", "found"), [
+    ({"uid": "job-uid"}, True),  # the Workload's controller owner
+    ({"uid": "pod-uid", "annotations": {"kueue.x-k8s.io/workload": "job-train"}}, True),
+    ({"uid": "pod-uid", "ownerReferences": [{"uid": "job-uid", "controller": True}]}, True),
+    ({"uid": "pod-uid", "ownerReferences": [{"uid": "job-uid"}]}, False),  # not its controller
+    ({"uid": "pod-uid", "annotations": {"kueue.x-k8s.io/workload": "other"}}, False),
+])
+def test_the_workload_kueue_made_for_an_owner(metadata: dict[str, Any], found: bool) -> None:
+    workload = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+                "metadata": {"namespace": "ml", "name": "job-train", "uid": "w-uid",
+                             "ownerReferences": [{"kind": "Job", "name": "train",
+                                                  "uid": "job-uid", "controller": True}]}}
+    owner = QueueOwner.of({"kind": "Pod", "metadata": {"namespace": "ml", "name": "p",
+                                                        **metadata}})
+    row = QueueIndex([workload]).workload_for(owner)
+    assert (row.key if row is not None else None) == ("ml/job-train" if found else None)

@@ -15,6 +15,7 @@ from triage.classify.subject import Finding, Subject, When
 from triage.config import DEFAULT_CONFIG, TriageConfig
 from triage.gangs import gang_of, gang_pods
 from triage.pods import gpu_requests
+from triage.queues import QueueOwner
 from triage.refs import PodRef
 from triage.rows import claim_set, hami_request, pod_spec, spec_facts
 from triage.snapshot import WORKLOAD_KINDS, Snapshot
@@ -129,7 +130,7 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                    spec=spec, row=row, facts=facts, events=events, gpu=gpu,
                    hami=hami_request(pod),
                    dra=claim_set(snapshot, config.gpu_drivers, namespace, spec, pod, gpu),
-                   gang=gang_of(snapshot.rows, row))
+                   gang=gang_of(snapshot.rows, row), queue_owner=QueueOwner.of(pod))
 
 
 def _gpu_requests(facts: PodSpecFacts, config: TriageConfig) -> dict[str, int]:
@@ -156,7 +157,8 @@ def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                    workload_row=snapshot.rows.workload_of(workload), facts=facts,
                    gpu=_gpu_requests(facts, config),
                    dra=claim_set(snapshot, config.gpu_drivers, object_key(workload)[0],
-                                 spec))
+                                 spec),
+                   queue_owner=QueueOwner.of(workload))
 
 
 def _template_spec(workload: K8sObject, config: TriageConfig) -> dict[str, Any]:

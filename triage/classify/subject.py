@@ -25,6 +25,7 @@ from scoring.verdict import Evidence, NodeReport
 from triage.config import TriageConfig
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure
+from triage.queues import QueueIndex, QueueOwner
 from triage.refs import PodRef
 from triage.rows import Rows, spec_facts
 from triage.snapshot import Snapshot
@@ -67,6 +68,8 @@ class Subject:
     # The pod group (scheduling.k8s.io) the pod joins, None when it joins none
     gang: Gang | None = None
     gang_placement: GangPlacement | None = None  # the gang's view of the nodes, computed once
+    # The pod (or, absent, the workload) as Kueue sees it: None when there is neither
+    queue_owner: QueueOwner | None = None
     # Node outcomes, filled as node filters run: name -> report
     reports: dict[str, NodeReport] = field(default_factory=dict)
     hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once
@@ -78,6 +81,26 @@ class Subject:
     @property
     def rows(self) -> Rows:
         return self.snapshot.rows
+
+    @property
+    def queue_index(self) -> QueueIndex:
+        """Kueue's objects as rows, indexed once per Snapshot."""
+        return self.snapshot.queue_index
+
+    @property
+    def queue_positions(self) -> Mapping[str, tuple[int, int]]:
+        """Each pending Workload's place in its queue, by key, as Kueue's visibility API
+        told it (empty when not read)."""
+        return self.snapshot.queue_positions
+
+    @property
+    def node_table(self) -> tuple[NodeInfo, ...]:
+        return self.snapshot.node_table
+
+    def holders_on(self, node_name: str, resource: str) -> list[tuple[QueueOwner, int]]:
+        """The pods on the node holding the resource, as Kueue sees them, with how much."""
+        return [(QueueOwner.of(pod), amount)
+                for pod, amount in self.snapshot.holders_on(node_name, resource)]
 
     def request(self, resource: str) -> Decimal:
         """The pod's effective request of a resource."""

@@ -37,6 +37,7 @@ from triage.queues.rows import (
     FlavorRow,
     LocalQueueRow,
     PodSet,
+    QueueOwner,
     WorkloadRow,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "LocalQueueRow",
     "PodSet",
     "QueueIndex",
+    "QueueOwner",
     "WorkloadRow",
     "entries",
     "is_kueue",

@@ -8,8 +8,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from scoring.objects import K8sObject, object_key
-from triage.queues.names import WORKLOAD_ANNOTATION, entries, is_kueue, part, text
-from triage.queues.rows import ClusterQueueRow, CohortRow, FlavorRow, LocalQueueRow, WorkloadRow
+from triage.queues.names import entries, is_kueue, part, text
+from triage.queues.rows import (
+    ClusterQueueRow,
+    CohortRow,
+    FlavorRow,
+    LocalQueueRow,
+    QueueOwner,
+    WorkloadRow,
+)
 
 
 class QueueIndex:
@@ -57,18 +64,19 @@ class QueueIndex:
         return self._by_uid.get(uid)
 
     def workload_of(self, owner: Mapping[str, Any]) -> WorkloadRow | None:
+        """The Workload Kueue made for a Job or a pod (see ``workload_for``)."""
+        return self.workload_for(QueueOwner.of(owner))
+
+    def workload_for(self, owner: QueueOwner) -> WorkloadRow | None:
         """The Workload Kueue made for a Job or a pod (its controller owner, or the Workload
         annotation Kueue sets on an admitted workload's pods)."""
-        metadata = part(owner, "metadata")
-        uid = text(metadata, "uid")
-        found = self._by_owner.get(uid) if uid else None
+        found = self._by_owner.get(owner.uid) if owner.uid else None
         if found is not None:
             return found
-        if named := text(part(metadata, "annotations"), WORKLOAD_ANNOTATION):
-            return self.workloads.get((object_key(owner)[0], named))
-        for parent in entries(metadata, "ownerReferences"):
-            if parent.get("controller") and (found := self._by_owner.get(
-                    text(parent, "uid"))) is not None:
+        if owner.workload_name:
+            return self.workloads.get((owner.namespace, owner.workload_name))
+        for uid in owner.controller_uids:
+            if (found := self._by_owner.get(uid)) is not None:
                 return found
         return None
 

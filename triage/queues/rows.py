@@ -12,7 +12,17 @@ from typing import Any
 from scoring.objects import object_key
 from scoring.quantity import QuantityError, quantity_or_none
 from triage.pods import effective_request, named_resources
-from triage.queues.names import JOB_UID_LABEL, entries, part, preemptor_uid, text
+from triage.queues.names import (
+    JOB_UID_LABEL,
+    WORKLOAD_ANNOTATION,
+    entries,
+    kueue_gates,
+    kueue_involved,
+    part,
+    preemptor_uid,
+    queue_name,
+    text,
+)
 
 
 @dataclass(frozen=True)
@@ -298,3 +308,39 @@ def _requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
 class CohortRow:
     name: str
     parent: str  # spec.parentName: "" at the root
+
+
+@dataclass(frozen=True)
+class QueueOwner:
+    """A Job (or a JobSet, a RayJob, ...) or a pod as Kueue sees it: what it asks of Kueue
+    (its queue label, Kueue's gates) and how Kueue's Workload names it."""
+
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    queue: str | None  # the kueue.x-k8s.io/queue-name label, None without one
+    suspended: bool  # spec.suspend
+    parallelism: int  # spec.parallelism, 1 when unset or not a positive number
+    gates: tuple[str, ...]  # the scheduling gates Kueue owns
+    involved: bool  # queued or admitted by Kueue (its label, gate or annotation)
+    workload_name: str  # the Workload annotation Kueue sets on an admitted workload's pods
+    controller_uids: tuple[str, ...]  # the controller owner references' uids
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> QueueOwner:
+        namespace, name = object_key(obj)
+        metadata, spec = part(obj, "metadata"), part(obj, "spec")
+        parallelism = spec.get("parallelism", 1)
+        return cls(
+            str(obj.get("kind", "?")), namespace, name, text(metadata, "uid"), queue_name(obj),
+            bool(spec.get("suspend")),
+            parallelism if isinstance(parallelism, int) and parallelism > 0 else 1,
+            tuple(kueue_gates(spec)), kueue_involved(obj),
+            text(part(metadata, "annotations"), WORKLOAD_ANNOTATION),
+            tuple(text(o, "uid") for o in entries(metadata, "ownerReferences")
+                  if o.get("controller")))
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind} {self.namespace}/{self.name}"

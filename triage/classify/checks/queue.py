@@ -9,17 +9,14 @@ of a number.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
 
-from scoring.objects import K8sObject, object_key
 from scoring.verdict import Evidence
-from triage import admission, queues
+from triage import queues
 from triage.classify.checks.queue_blockers import cluster_queue_unusable, local_queue_missing
 from triage.classify.checks.queue_quota import quota_answer
 from triage.classify.subject import Finding, Subject, num, primary
-from triage.queues import QueueIndex, WorkloadRow
+from triage.queues import QueueIndex, QueueOwner, WorkloadRow
 from triage.vocabulary import Cause
 
 QUOTA = "status.conditions[QuotaReserved]"
@@ -27,34 +24,34 @@ QUOTA = "status.conditions[QuotaReserved]"
 
 def check_queued_workload(subject: Subject) -> Finding | None:
     """A queue-labelled workload with no pods, suspended: Kueue has not admitted it."""
-    workload = subject.workload
-    if workload is None or not (workload.get("spec") or {}).get("suspend"):
+    workload = subject.queue_owner
+    if workload is None or workload.kind == "Pod" or not workload.suspended:
         return None
-    queue = queues.queue_name(workload)
-    if queue is None:
+    if workload.queue is None:
         return None  # suspended by hand or by another controller: pod-not-found says so
-    what = admission.workload_label(workload)
-    return _queued(subject, workload, what, queue, [Evidence(what, "spec.suspend", "true")])
+    what = workload.label
+    return _queued(subject, workload, what, workload.queue,
+                   [Evidence(what, "spec.suspend", "true")])
 
 
 def check_queued_pod(subject: Subject) -> Finding | None:
     """A pod Kueue gates (kueue.x-k8s.io/admission, /topology) until its Workload is admitted:
     the scheduler has not seen it, and Kueue may still set its nodeSelector."""
-    gates = queues.kueue_gates(subject.spec)
-    if subject.pod is None or not gates:
+    pod = subject.queue_owner
+    if pod is None or pod.kind != "Pod" or not pod.gates:
         return None
     what = f"Pod {subject.label}"
-    return _queued(subject, subject.pod, what, queues.queue_name(subject.pod) or "",
-                   [Evidence(what, "spec.schedulingGates", ", ".join(gates))])
+    return _queued(subject, pod, what, pod.queue or "",
+                   [Evidence(what, "spec.schedulingGates", ", ".join(pod.gates))])
 
 
-def _queued(subject: Subject, owner: K8sObject, what: str, queue: str,
+def _queued(subject: Subject, owner: QueueOwner, what: str, queue: str,
             evidence: list[Evidence]) -> Finding:
-    index = subject.snapshot.queue_index
-    namespace = object_key(owner)[0]
+    index = subject.queue_index
+    namespace = owner.namespace
     evidence.insert(0, Evidence(what, f"metadata.labels[{queues.QUEUE_LABEL}]",
                                 queue or "(none)"))
-    workload = index.workload_of(owner)
+    workload = index.workload_for(owner)
     if workload is not None:
         evidence.append(_quota_condition(workload))
     if not index:
@@ -125,7 +122,7 @@ def _priority(workload: WorkloadRow) -> str:
     return f"{workload.priority} {name}" if name else str(workload.priority)
 
 
-def _quota(subject: Subject, index: QueueIndex, what: str, owner: K8sObject,
+def _quota(subject: Subject, index: QueueIndex, what: str, owner: QueueOwner,
            workload: WorkloadRow, evidence: list[Evidence]) -> str:
     """Why the quota does not fit it now, or ever (the numbers, per flavor), in the
     ClusterQueue it waits in."""
@@ -140,10 +137,10 @@ def _quota(subject: Subject, index: QueueIndex, what: str, owner: K8sObject,
                 f"{said or 'no reason given'}.")
     need, how = _demand(subject, owner, workload, resource)
     return quota_answer(index, what, workload, cluster_queue, resource, need, how,
-                        subject.snapshot.queue_positions.get(workload.key), evidence)
+                        subject.queue_positions.get(workload.key), evidence)
 
 
-def _demand(subject: Subject, owner: K8sObject, workload: WorkloadRow,
+def _demand(subject: Subject, owner: QueueOwner, workload: WorkloadRow,
             resource: str) -> tuple[Decimal, str]:
     """What the workload asks of ``resource`` in all (as Kueue counts it), and how: of a
     workload of several pod sets (a JobSet's replicated jobs, a RayJob's head and worker
@@ -156,11 +153,6 @@ def _demand(subject: Subject, owner: K8sObject, workload: WorkloadRow,
                 " + ".join(f"{name}: {count} {'pod' if count == 1 else 'pods'} × {per_pod}"
                            for name, count, per_pod in shares))
     per_pod = Decimal(subject.gpu.get(resource, 0))
-    count = workload.pod_count or (1 if subject.pod is not None else _parallelism(owner))
+    # a pod counts once; a Job's absent pods, as many as run at once
+    count = workload.pod_count or (1 if owner.kind == "Pod" else owner.parallelism)
     return per_pod * count, f"{count} {'pod' if count == 1 else 'pods'} × {num(per_pod)}"
-
-
-def _parallelism(owner: Mapping[str, Any]) -> int:
-    spec = owner.get("spec") or {}
-    parallelism = spec.get("parallelism", 1)
-    return parallelism if isinstance(parallelism, int) and parallelism > 0 else 1

@@ -8,9 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.verdict import Evidence
-from triage import queues
 from triage.classify.subject import Finding, Subject, primary
-from triage.pods import pod_name
 from triage.vocabulary import Cause
 
 # The funnel's answers where the nodes a pod may use decide: a flavor's nodeLabels and
@@ -23,15 +21,16 @@ _NODE_CAUSES = frozenset({Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED, Caus
 def flavor_note(subject: Subject, finding: Finding) -> Finding:
     """Kueue admitted the pod's workload: say which flavor set the nodeSelector and
     tolerations the funnel judged (the Job's own template does not hold them)."""
-    pod = subject.pod
-    if pod is None or finding.cause not in _NODE_CAUSES or not queues.kueue_involved(pod):
+    pod = subject.queue_owner
+    if (pod is None or pod.kind != "Pod" or finding.cause not in _NODE_CAUSES
+            or not pod.involved):
         return finding
-    index = subject.snapshot.queue_index
-    workload = index.workload_of(pod)
+    index = subject.queue_index
+    workload = index.workload_for(pod)
     if workload is None or not workload.admitted_in:
         return finding
-    selector = subject.spec.get("nodeSelector") or {}
-    tolerations = subject.spec.get("tolerations") or []
+    selector = subject.facts.node_selector
+    tolerations = subject.facts.tolerations
     injected: list[tuple[str, str]] = []
     pools: list[Mapping[str, str]] = []  # the node labels each flavor sends it to
     for name in workload.admitted_flavors:
@@ -67,12 +66,11 @@ def _outside_kueue(subject: Subject, finding: Finding, pools: list[Mapping[str, 
     if finding.cause != Cause.EXHAUSTED or not subject.gpu:
         return ""
     resource = primary(subject)
-    snapshot = subject.snapshot
-    outside = [f"{pod_name(holder)} {amount}" for node in snapshot.node_table
+    outside = [f"{holder.namespace}/{holder.name} {amount}" for node in subject.node_table
                if any(pool and all(node.labels.get(k) == v for k, v in pool.items())
                       for pool in pools)
-               for holder, amount in snapshot.holders_on(node.name, resource)
-               if not queues.kueue_involved(holder)]
+               for holder, amount in subject.holders_on(node.name, resource)
+               if not holder.involved]
     if not outside:
         return ""
     return (f" Outside Kueue, {', '.join(outside)} {'holds' if len(outside) == 1 else 'hold'} "
