@@ -88,16 +88,15 @@ RAW_ALLOWED: dict[str, dict[str, str]] = {
     "scoring/nodes.py": dict.fromkeys(("section", "K8sObject", "raw import"),
                                       "the node facts nodetable.py parses"),
     "scoring/objects.py": dict.fromkeys(("K8sObject",), "the raw object helpers"),
-    "triage/classify/subject.py": dict.fromkeys(
-        ("K8sObject", "raw import"),
-        "the Subject carries the raw pod and Snapshot for DRA's and Kueue's checks"),
+    "triage/classify/subject.py": {
+        "raw import": "the Subject carries the Snapshot its rows and indexes are read from"},
     "triage/classify/capacity.py": {"raw import": "the Snapshot's DRA inventory and read time"},
-    # -- the resolving of a ref: it takes the Snapshot and hands DRA and Kueue their raw pod
-    # (the pod's spec and claims are read in triage/rows/claims.py; the would-be pod is
-    # written in triage/rows/would_be.py)
+    # -- the resolving of a ref: it takes the Snapshot and builds the Subject's rows of the
+    # raw pod or workload (the pod's spec and claims are read in triage/rows/claims.py; the
+    # would-be pod is written in triage/rows/would_be.py)
     "triage/classify/resolve.py": dict.fromkeys(
         ("K8sObject", "raw import"),
-        "resolves a ref to the Snapshot's raw pod or workload, which the Subject carries"),
+        "resolves a ref to the Snapshot's raw pod or workload, of which it builds rows"),
     "triage/classify/where.py": {"raw import": "puts the would-be pod into a Snapshot of its own"},
 }
 # DRA's and Kueue's modules (scoring/dra/, checks/dra*.py, checks/queue*.py) have layout

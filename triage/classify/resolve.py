@@ -32,7 +32,7 @@ def triage(snapshot: Snapshot, ref: PodRef, config: TriageConfig = DEFAULT_CONFI
     workload = _find_workload(snapshot, ref)
     if workload is None:
         return _gang_verdict(snapshot, config, ref) or _verdict(
-            Subject(snapshot, config, ref, None), "Pod")
+            Subject(snapshot, config, ref), "Pod")
     kind = str(workload.get("kind"))
     pods = (integrations.pods_of(workload, snapshot.pods_in(ref.namespace))
             if integrations.job_kind(workload)
@@ -126,8 +126,8 @@ def pod_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
     facts = spec_facts(spec)
     events = _own_events(row, snapshot.rows.events_for("Pod", namespace, name))
     gpu = _gpu_requests(facts, config)
-    return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref, pod,
-                   spec=spec, row=row, facts=facts, events=events, gpu=gpu,
+    return Subject(snapshot, config, PodRef(namespace, name) if ref.name != name else ref,
+                   row=row, facts=facts, events=events, gpu=gpu,
                    hami=hami_request(pod),
                    dra=claim_set(snapshot, config.gpu_drivers, namespace, spec, pod, gpu),
                    gang=gang_of(snapshot.rows, row), queue_owner=QueueOwner.of(pod))
@@ -153,7 +153,7 @@ def _absent_subject(snapshot: Snapshot, config: TriageConfig, ref: PodRef,
                     workload: K8sObject) -> Subject:
     spec = _template_spec(workload, config)
     facts = spec_facts(spec)
-    return Subject(snapshot, config, ref, None, workload=workload, spec=spec,
+    return Subject(snapshot, config, ref,
                    workload_row=snapshot.rows.workload_of(workload), facts=facts,
                    gpu=_gpu_requests(facts, config),
                    dra=claim_set(snapshot, config.gpu_drivers, object_key(workload)[0],

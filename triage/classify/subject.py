@@ -19,7 +19,6 @@ from scoring.dra import ClaimSet, Inventory
 from scoring.gang import GangPlacement
 from scoring.hami import HamiNodeFit, HamiRequest
 from scoring.nodetable import HOSTNAME_LABEL, NodeInfo
-from scoring.objects import K8sObject
 from scoring.rows import EventRow, PodRow, PodSpecFacts, WorkloadRow
 from scoring.verdict import Evidence, NodeReport
 from triage.config import TriageConfig
@@ -50,12 +49,9 @@ class Finding:
 class Subject:
     """What one run of the pipeline looks at: a pod, or a workload whose pod does not exist."""
 
-    snapshot: Snapshot  # the raw objects: read by DRA's and Kueue's checks only
+    snapshot: Snapshot  # the checks read it through the rows and indexes below, never raw
     config: TriageConfig
     ref: PodRef
-    pod: K8sObject | None  # raw, for DRA's and Kueue's checks; the others read ``row``
-    workload: K8sObject | None = None  # raw, as ``pod``; see ``workload_row``
-    spec: dict[str, Any] = field(default_factory=dict)  # raw, as ``pod``; see ``facts``
     # the pod's row (None when it does not exist), its spec's (or its template's) facts
     row: PodRow | None = None
     workload_row: WorkloadRow | None = None
@@ -169,7 +165,7 @@ class Subject:
 
     @property
     def state(self) -> set[When]:
-        if self.pod is None:
+        if self.row is None:
             return {When.ABSENT}
         if self.facts.node:
             return {When.PRESENT, When.BOUND}
