@@ -116,7 +116,8 @@ def test_events_of_either_api_read_alike() -> None:
 
 
 def test_a_nodes_holders_are_its_live_pods_holding_the_resource() -> None:
-    rows = Snapshot.from_dir(SEVEN).rows
+    snapshot = Snapshot.from_dir(SEVEN)  # the Rows live as long as their Snapshot
+    rows = snapshot.rows
     holders = rows.holders_on("gpu-a10-full", "nvidia.com/gpu")
     assert [(pod.label, amount) for pod, amount in holders] == [("ml/train-a", 1),
                                                                 ("team-b/train-b", 1)]

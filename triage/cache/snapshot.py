@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cached_property
+from functools import cached_property, partial
 
 from scoring.dra import DraRows, dra_rows
 from scoring.hami import Usage
@@ -64,7 +65,10 @@ class IndexedSnapshot(Snapshot):
 
     @cached_property
     def rows(self) -> Rows:
-        return Rows(self, self.cached_rows, self._cached_hami_usage)
+        # the HAMi hook reads this Snapshot through a weak proxy, as the Rows do: a method
+        # bound to it would make the Snapshot and its Rows a cycle
+        return Rows(self, self.cached_rows,
+                    partial(IndexedSnapshot._cached_hami_usage, weakref.proxy(self)))
 
     def _cached_hami_usage(self, node_name: str) -> Mapping[str, Usage] | None:
         if self.cached_hami_usage is None or node_name in self.fetched_nodes:

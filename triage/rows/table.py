@@ -8,6 +8,7 @@ beside the node table's rows, worked out once per node.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from functools import cached_property
@@ -24,13 +25,17 @@ from triage.snapshot import Snapshot
 
 
 class Rows:
-    """The rows of one Snapshot, each built the first time a check asks for it."""
+    """The rows of one Snapshot, each built the first time a check asks for it; read them
+    while the Snapshot lives (they refer to it weakly)."""
 
     def __init__(self, snapshot: Snapshot,
                  cached: Callable[[K8sObject], PodRow | None] | None = None,
                  cached_hami: Callable[[str], Mapping[str, Usage] | None] | None = None
                  ) -> None:
-        self._snapshot = snapshot
+        # The Snapshot keeps its Rows (``Snapshot.rows``); a strong reference back would make
+        # the pair a cycle, freed only by the garbage collector, and each answer's per-node
+        # dicts with it (a young collection of them all at the end of every answer).
+        self._snapshot: Snapshot = weakref.proxy(snapshot)
         # the watch cache's rows (kept current per event), for the pods it holds; a pod
         # fetched for this triage alone gets a row built here
         self._cached = cached
@@ -45,19 +50,34 @@ class Rows:
         self._workloads: dict[int, WorkloadRow] = {}  # by the raw object's id, as pods
         self._quotas: dict[str, tuple[QuotaRow, ...]] = {}
         self._scheduler_bound: dict[str, bool] = {}
-        # The per-node sums are the Snapshot's own indexes (the watch cache keeps them current
-        # per event), handed on as they are: the funnel asks them of every node.
-        # requested_on: the node's non-terminated pods' effective requests summed, their
-        # count as "pods"; free_gpus: allocatable less that, in whole GPUs; room_on: the same
-        # for every resource whose allocatable parses; holdings_on: per namespace, (summed
-        # request, pods) of each extended resource.
-        self.requested_on: Callable[[str], Mapping[str, Decimal]] = snapshot.requested_on
-        # requested_on of many nodes at once, in order (the funnel asks it of every node)
-        self.requested_of: Callable[[Iterable[str]], list[Mapping[str, Decimal]]] = (
-            snapshot.requested_of)
-        self.free_gpus: Callable[[NodeInfo, str], int] = snapshot.free_gpus
-        self.room_on: Callable[[NodeInfo], Mapping[str, Decimal]] = snapshot.room_on
-        self.holdings_on: Callable[[str], Holdings] = snapshot.holdings_on
+
+    # The per-node sums are the Snapshot's own indexes (the watch cache keeps them current per
+    # event), handed on as they are: the funnel asks them of every node. requested_on: the
+    # node's non-terminated pods' effective requests summed, their count as "pods"; free_gpus:
+    # allocatable less that, in whole GPUs; room_on: the same for every resource whose
+    # allocatable parses; holdings_on: per namespace, (summed request, pods) of each extended
+    # resource.
+
+    @property
+    def requested_on(self) -> Callable[[str], Mapping[str, Decimal]]:
+        return self._snapshot.requested_on
+
+    @property
+    def requested_of(self) -> Callable[[Iterable[str]], list[Mapping[str, Decimal]]]:
+        """requested_on of many nodes at once, in order (the funnel asks it of every node)."""
+        return self._snapshot.requested_of
+
+    @property
+    def free_gpus(self) -> Callable[[NodeInfo, str], int]:
+        return self._snapshot.free_gpus
+
+    @property
+    def room_on(self) -> Callable[[NodeInfo], Mapping[str, Decimal]]:
+        return self._snapshot.room_on
+
+    @property
+    def holdings_on(self) -> Callable[[str], Holdings]:
+        return self._snapshot.holdings_on
 
     def _row(self, pod: K8sObject) -> PodRow:
         # The Snapshot holds its pods for its whole life, so an id stays theirs.
