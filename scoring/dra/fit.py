@@ -3,6 +3,7 @@ stage (kube-scheduler's DynamicResources Filter), and the "show devices" rows of
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from scoring.cel.error import SelectorError
@@ -123,16 +124,20 @@ def _request_outcome(inventory: Inventory, request: Request, devices: list[Slice
         outcome = _alternative_outcome(inventory, request, alternative, devices, own)
         tried.append(outcome)
         if outcome.stage in (None, UNEVALUATED):
-            outcome.tried = tried
-            return outcome
+            return _with_tried(outcome, tried)
         if best is None or STAGES.index(outcome.stage or EXHAUSTED) > STAGES.index(
                 best.stage or EXHAUSTED):
             best = outcome
     if best is None:
         return RequestOutcome(request, NO_DEVICE, f"request {request.name} has no device "
                               "request")
-    best.tried = tried
-    return best
+    return _with_tried(best, tried)
+
+
+def _with_tried(outcome: RequestOutcome, tried: list[RequestOutcome]) -> RequestOutcome:
+    # a copy: the outcome itself in its own ``tried`` would be a cycle, left with the rest of
+    # an answer's per-node fits to the garbage collector rather than freed when the answer is
+    return replace(outcome, tried=tried)
 
 
 def _alternative_outcome(inventory: Inventory, request: Request, alternative: Alternative,

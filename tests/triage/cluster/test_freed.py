@@ -1,7 +1,8 @@
 """An answer's Snapshot is freed by reference counting the moment its last reference goes,
 through the dump, the live read and the watch cache: no cycle among it and its Rows leaves
-it (and the per-node dicts it holds) to the garbage collector. The collector stays off
-throughout, as it is while an answer runs (triage.dumpfile.one_answer)."""
+it (and the per-node dicts it holds) to the garbage collector, nor does any other cycle
+leave it the answer's own objects. The collector stays off throughout, as it is while an
+answer runs (triage.dumpfile.one_answer)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,20 @@ def answered_and_dropped(snapshot: Snapshot, ref: str) -> weakref.ref[Snapshot]:
 def test_a_dump_dirs_snapshot_is_freed_after_its_answer(scenario: Path, ref: str) -> None:
     gone = answered_and_dropped(Snapshot.from_dir(scenario), ref)
     assert gone() is None
+
+
+@pytest.mark.parametrize(("scenario", "ref"), ANSWERS)
+def test_an_answer_leaves_the_collector_nothing(scenario: Path, ref: str) -> None:
+    answered_and_dropped(Snapshot.from_dir(scenario), ref)  # what is built once per process
+    snapshot = Snapshot.from_dir(scenario)
+    gc.collect()
+    gc.disable()
+    try:
+        answered_and_dropped(snapshot, ref)
+        del snapshot
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 @pytest.mark.parametrize(("scenario", "ref"), ANSWERS)
