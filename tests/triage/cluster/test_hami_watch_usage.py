@@ -35,7 +35,8 @@ def cache(api: FakeKubeAPI, tmp_path: Path) -> Iterator[WatchSource]:
 
 def usage_on(source: WatchSource, node: str, ref: str = "hami/needs-40g") -> Mapping[str, Usage]:
     """HAMi's usage of the node as a triage of ``ref`` from the cache sees it."""
-    return source.cache.snapshot_for(ref_of(ref)).rows.hami_usage(node)
+    snapshot = source.cache.snapshot_for(ref_of(ref))  # the Rows live as long as it does
+    return snapshot.rows.hami_usage(node)
 
 
 def holders(usage: Mapping[str, Usage]) -> list[str]:
