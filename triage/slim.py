@@ -131,11 +131,9 @@ def trim_pod(small: K8sObject) -> K8sObject:
     return small
 
 
-def device_annotations(annotations: Any) -> Any:
-    """Of a pod's annotations, those that record device allocations (anything but an object
-    is kept as it is)."""
-    if not isinstance(annotations, dict):
-        return annotations
+def device_annotations(annotations: dict[str, Any]) -> dict[str, Any]:
+    """Of a pod's annotations (an object: ``sound`` or the page's check saw to it), those that
+    record device allocations."""
     return {k: v for k, v in annotations.items() if k.startswith(SLIM_POD_ANNOTATION_PREFIXES)}
 
 
