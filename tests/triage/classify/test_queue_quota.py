@@ -116,13 +116,18 @@ def _never_two(need: int, h100: str) -> str:
             "forever.")
 
 
-def _fits_h100(free: int, need: int) -> tuple[str | None, str]:
-    return "h100", f"ClusterQueue team-a-cq, flavor h100: {free} of 4 {GPU} free, it needs {need}."
+def _fits_h100(free: str, need: int) -> tuple[str | None, str]:
+    return "h100", f"ClusterQueue team-a-cq, flavor h100: {free}, it needs {need}."
+
+
+def _borrowing(free: int, borrowable: int) -> str:
+    """h100's room when team-a-cq may borrow: its own 4 unused and what the cohort gives."""
+    return f"{free} {GPU} free (4 of its nominal 4 + {borrowable} it may borrow in cohort research)"
 
 
 TWO_FLAVORS: list[tuple[dict[str, Any], int, tuple[str | None, str]]] = [
     # team-b-cq lends nothing now (16 of 16 reserved), but could lend all 16 once free
-    ({}, 4, _fits_h100(4, 4)),
+    ({}, 4, _fits_h100(f"4 of 4 {GPU} free", 4)),
     ({}, 5, (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has 4 of 4 {GPU} free; "
                    "it needs 5.")),
     ({}, 20, (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has 4 of 4 {GPU} free; "
@@ -130,31 +135,31 @@ TWO_FLAVORS: list[tuple[dict[str, Any], int, tuple[str | None, str]]] = [
     ({}, 21, (None, _never_two(21, "20 in flavor h100 (nominal 4 + what cohort research can "
                                    "lend)"))),
     # team-b-cq leaves 6 unused: all of it lent, or its lendingLimit 2
-    ({"team_b_reserved": "10"}, 10, _fits_h100(10, 10)),
-    ({"team_b_reserved": "10", "lending_limit": "2"}, 6, _fits_h100(6, 6)),
+    ({"team_b_reserved": "10"}, 10, _fits_h100(_borrowing(10, 6), 10)),
+    ({"team_b_reserved": "10", "lending_limit": "2"}, 6, _fits_h100(_borrowing(6, 2), 6)),
     ({"team_b_reserved": "10", "lending_limit": "2"}, 7,
-     (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has 6 of 4 {GPU} free; "
+     (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has {_borrowing(6, 2)}; "
             "it needs 7.")),
     ({"team_b_reserved": "10", "lending_limit": "2"}, 9,
      (None, _never_two(9, "6 in flavor h100 (nominal 4 + what cohort research can lend)"))),
     # team-a-cq's own borrowingLimit 1 on h100
-    ({"team_b_reserved": "10", "borrowing_limit": "1"}, 5, _fits_h100(5, 5)),
+    ({"team_b_reserved": "10", "borrowing_limit": "1"}, 5, _fits_h100(_borrowing(5, 1), 5)),
     ({"team_b_reserved": "10", "borrowing_limit": "1"}, 9,
      (None, _never_two(9, "5 in flavor h100 (nominal 4 + borrowingLimit 1)"))),
     # two queues of the cohort lend h100: team-b-cq nothing now (or its 6 unused), team-c-cq
     # its 4
-    ({"team_c_h100": True}, 8, _fits_h100(8, 8)),
+    ({"team_c_h100": True}, 8, _fits_h100(_borrowing(8, 4), 8)),
     ({"team_c_h100": True}, 9,
-     (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has 8 of 4 {GPU} free; "
+     (None, f"flavor a100 has 0 of 8 {GPU} free; flavor h100 has {_borrowing(8, 4)}; "
             "it needs 9.")),
-    ({"team_b_reserved": "10", "team_c_h100": True}, 14, _fits_h100(14, 14)),
+    ({"team_b_reserved": "10", "team_c_h100": True}, 14, _fits_h100(_borrowing(14, 10), 14)),
     ({"team_c_h100": True}, 25,
      (None, _never_two(25, "24 in flavor h100 (nominal 4 + what cohort research can lend)"))),
     # the flavors are tried in order: a100 first when it has room
     ({"team_a_a100_reserved": "4"}, 4,
      ("a100", f"ClusterQueue team-a-cq, flavor a100: 4 of 8 {GPU} free, it needs 4.")),
     # no cohort: nothing to borrow, the nominal quota is the most
-    ({"cohort": False}, 4, _fits_h100(4, 4)),
+    ({"cohort": False}, 4, _fits_h100(f"4 of 4 {GPU} free", 4)),
     ({"cohort": False}, 9,
      (None, _never_two(9, "4 in flavor h100 (nominal 4, no cohort to borrow from)"))),
 ]

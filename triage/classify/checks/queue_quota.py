@@ -102,11 +102,21 @@ def preview_admission(index: QueueIndex, what: str, namespace: str, queue: str,
     fits = next((room for room in rooms if need <= room.free), None)
     if fits is not None:
         return fits.quota.flavor, (f"ClusterQueue {name}, flavor {fits.quota.flavor}: "
-                                   f"{num(fits.free)} of {num(fits.quota.nominal)} {resource} "
-                                   f"free, it needs {num(need)}.")
-    return None, ("; ".join(f"flavor {room.quota.flavor} has {num(room.free)} of "
-                            f"{num(room.quota.nominal)} {resource} free"
+                                   f"{_free(fits, resource, cluster_queue.cohort)}, it needs "
+                                   f"{num(need)}.")
+    return None, ("; ".join(f"flavor {room.quota.flavor} has "
+                            f"{_free(room, resource, cluster_queue.cohort)}"
                             for room in rooms) + f"; it needs {num(need)}.")
+
+
+def _free(room: FlavorRoom, resource: str, cohort: str) -> str:
+    """What is free of a flavor, with what of it the cohort lends: "4 of 8 free" alone would
+    read "10 of 4" once the ClusterQueue may borrow."""
+    borrowable = room.free - room.quota.unused
+    if not borrowable:
+        return f"{num(room.free)} of {num(room.quota.nominal)} {resource} free"
+    return (f"{num(room.free)} {resource} free ({num(room.quota.unused)} of its nominal "
+            f"{num(room.quota.nominal)} + {num(borrowable)} it may borrow in cohort {cohort})")
 
 
 def _ordinal(number: int) -> str:
