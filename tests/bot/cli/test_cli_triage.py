@@ -71,7 +71,8 @@ def test_an_unparsable_node_quantity_is_answered(tmp_path: Path,
     assert captured.err == ""
     assert captured.out.startswith(
         "🧷 other-constraint — lab/gate-one\nNext: GPU-wise a node fits, but gpu-a100-1: "
-        "status.allocatable.pods 'lots' could not be read.")
+        "status.allocatable.pods 'lots' could not be read. Fix status.allocatable.pods on "
+        "gpu-a100-1: it is not a quantity, so gpuwhy cannot tell whether a pod slot is left.\n")
 
 
 def test_verbose_logs_node_lines(capsys: pytest.CaptureFixture[str],

@@ -218,8 +218,19 @@ def test_an_unparsable_pod_count_is_named(ungated: Lists) -> None:
     unread = "status.allocatable.pods 'lots' could not be read"
     assert (verdict.cause, verdict.action) == (
         "other-constraint",
-        f"GPU-wise a node fits, but gpu-a100-1: {unread}. Lower the pod's cpu / memory requests"
-        " or free those nodes.")
+        f"GPU-wise a node fits, but gpu-a100-1: {unread}. Fix status.allocatable.pods on "
+        "gpu-a100-1: it is not a quantity, so gpuwhy cannot tell whether a pod slot is left.")
     assert _evidence(verdict) == [("Node/gpu-a100-1", "status.allocatable − requests", unread)]
     [report] = [n for n in verdict.nodes if n.name == "gpu-a100-1"]
     assert (report.outcome, report.detail) == ("other-constraint", unread)
+
+
+def test_an_unparsable_pod_count_beside_too_little_cpu_gets_both_advices(ungated: Lists) -> None:
+    find(ungated["nodes"], "gpu-a100-1")["status"]["allocatable"].update(
+        {"cpu": "1", "pods": "lots"})
+    verdict = _answer(ungated, POD)
+    assert verdict.action == (
+        "GPU-wise a node fits, but gpu-a100-1: Insufficient cpu, status.allocatable.pods 'lots' "
+        "could not be read. Lower the pod's cpu / memory requests or free those nodes. Fix "
+        "status.allocatable.pods on gpu-a100-1: it is not a quantity, so gpuwhy cannot tell "
+        "whether a pod slot is left.")

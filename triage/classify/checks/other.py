@@ -19,6 +19,8 @@ from triage.messages import (
 )
 from triage.vocabulary import Cause
 
+UNREADABLE = "could not be read"
+
 
 def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
     """NodeResourcesFit for cpu, memory, ephemeral storage and the pod count."""
@@ -29,7 +31,7 @@ def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
     if left is None and (pods := node.allocatable_text.get("pods")) is not None:
         # Only a hand-edited dump has one: the pod count is unknown, so the node cannot be
         # shown to have a slot (the scheduler reads a pod count it lacks as none).
-        short.append(f"status.allocatable.pods {pods!r} could not be read")
+        short.append(f"status.allocatable.pods {pods!r} {UNREADABLE}")
     elif left is not None and left < 1:
         short.append("Too many pods")
     return ", ".join(short) if short else None
@@ -37,9 +39,14 @@ def drop_other_resources(subject: Subject, node: NodeInfo) -> str | None:
 
 def explain_other_resources(subject: Subject, dropped: Dropped) -> Finding:
     per_node = "; ".join(f"{n.name}: {why}" for n, why in dropped[:4])
+    advice = []
+    if any("Insufficient" in why or "Too many pods" in why for _, why in dropped):
+        advice.append("Lower the pod's cpu / memory requests or free those nodes.")
+    if unreadable := [n.name for n, why in dropped if UNREADABLE in why]:
+        advice.append(f"Fix status.allocatable.pods on {', '.join(unreadable[:4])}: it is not "
+                      "a quantity, so gpuwhy cannot tell whether a pod slot is left.")
     return Finding(Cause.OTHER_CONSTRAINT,
-                   f"GPU-wise a node fits, but {per_node}. Lower the pod's cpu / memory requests "
-                   "or free those nodes.",
+                   f"GPU-wise a node fits, but {per_node}. " + " ".join(advice),
                    [Evidence(f"Node/{n.name}", "status.allocatable − requests", why)
                     for n, why in dropped[:5]] + scheduler_evidence(subject))
 
