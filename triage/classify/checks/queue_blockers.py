@@ -17,15 +17,14 @@ def local_queue_missing(index: QueueIndex, what: str, namespace: str, queue: str
     evidence.append(Evidence(f"namespace {namespace}", "LocalQueues",
                              ", ".join(existing) or "none"))
     odd = "" if queues.valid_name(queue) else " (not even a valid object name)"
-    named = f"LocalQueue {queue!r}{odd}" if queue else "no LocalQueue"
     if existing:
         fix = (f"the namespace has {', '.join(f'LocalQueue {q}' for q in existing)}. Fix the "
                f"label ({queues.QUEUE_LABEL}: {existing[0]}) and recreate it.")
     else:
         fix = ("the namespace has no LocalQueue at all. Ask the cluster's admins for one, "
                "or remove the label to run it outside Kueue.")
-    label = (f"names {named} in label {queues.QUEUE_LABEL}, which does not exist in namespace "
-             f"{namespace}" if queue else f"has no {queues.QUEUE_LABEL} label")
+    label = (f"names LocalQueue {queue!r}{odd} in label {queues.QUEUE_LABEL}, which does not "
+             f"exist in namespace {namespace}" if queue else f"has no {queues.QUEUE_LABEL} label")
     return (f"{what} waits forever as things are: it {label}, so Kueue admits nothing of it; "
             + fix)
 
