@@ -234,3 +234,23 @@ def test_an_unparsable_pod_count_beside_too_little_cpu_gets_both_advices(ungated
         "could not be read. Lower the pod's cpu / memory requests or free those nodes. Fix "
         "status.allocatable.pods on gpu-a100-1: it is not a quantity, so gpuwhy cannot tell "
         "whether a pod slot is left.")
+
+
+def test_unparsable_pod_counts_on_five_nodes_name_the_first_four(ungated: Lists) -> None:
+    # the a100 pool grows by four nodes like gpu-a100-1, every one with the hand-edited count
+    model = find(ungated["nodes"], "gpu-a100-1")
+    for number in range(2, 6):
+        node = copy.deepcopy(model)
+        node["metadata"]["name"] = f"gpu-a100-{number}"
+        node["metadata"]["labels"]["kubernetes.io/hostname"] = f"gpu-a100-{number}"
+        ungated["nodes"].append(node)
+    for node in ungated["nodes"]:
+        if node["metadata"]["name"].startswith("gpu-a100-"):
+            node["status"]["allocatable"]["pods"] = "lots"
+    verdict = _answer(ungated, POD)
+    unread = "status.allocatable.pods 'lots' could not be read"
+    assert verdict.action == (
+        f"GPU-wise a node fits, but gpu-a100-1: {unread}; gpu-a100-2: {unread}; gpu-a100-3: "
+        f"{unread}; gpu-a100-4: {unread}. Fix status.allocatable.pods on gpu-a100-1, gpu-a100-2, "
+        "gpu-a100-3, gpu-a100-4: it is not a quantity, so gpuwhy cannot tell whether a pod slot "
+        "is left.")
