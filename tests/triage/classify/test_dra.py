@@ -1,6 +1,7 @@
 """The DRA checks' answers read as whole sentences, on the dra-basics recording changed the way
-the cluster would change: a claim shared across nodes, a selector gpuwhy cannot evaluate, device
-taints, requests that fit one by one but not together, and more nodes than an answer lists.
+the cluster would change: a claim shared across nodes, a bound pod's claims, a selector gpuwhy
+cannot evaluate, device taints, requests that fit one by one but not together, more nodes than
+an answer lists, and a pod the scheduler is binding.
 
 Every expected text is worked out by hand from the objects; the node and device lists are
 cut at the lengths the answers promise (four nodes in a sentence, five in the evidence, ...),
@@ -196,6 +197,84 @@ def test_a_bound_pod_s_claim_allocated_nothing_anywhere_for_nobody(dra: Lists) -
         ("Pod vision/holder-a", "status.phase", "Running"),
         ("ResourceClaim vision/holder-a-gpu-8jq68", "status.allocation / status.reservedFor",
          "no device on any node; reserved for nobody")]
+
+
+def _running(lists: Lists, pod: dict[str, Any]) -> None:
+    """The pod started by its kubelet: phase Running, its container running as holder-a's."""
+    holder_a = find(lists["pods"], "holder-a", "vision")
+    status = copy.deepcopy(holder_a["status"]["containerStatuses"][0])
+    status.update(name=pod["spec"]["containers"][0]["name"],
+                  containerID="containerd://" + pod["metadata"]["uid"].replace("-", "") * 2)
+    pod["status"].update(phase="Running", containerStatuses=[status])
+
+
+def _named_claim(lists: Lists) -> dict[str, Any]:
+    """holder-a's claim as a user makes it (ResourceClaim vision/train-gpus, no owner) and
+    names it in spec.resourceClaims[].resourceClaimName; the scheduler allocated it as before."""
+    claim = dra_object(lists, "ResourceClaim", "holder-a-gpu-8jq68")
+    claim["metadata"]["name"] = "train-gpus"
+    for generated in ("generateName", "ownerReferences", "annotations"):
+        del claim["metadata"][generated]
+    pod = find(lists["pods"], "holder-a", "vision")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "train-gpus"}]
+    pod["status"].pop("resourceClaimStatuses")
+    return claim
+
+
+def test_a_finished_pod_s_released_claim_is_not_named(dra: Lists) -> None:
+    """holder-a succeeded; the resourceclaim controller dropped it from reservedFor and, with
+    nobody reserving the claim, deallocated it: the claim allocates nothing for it now."""
+    claim = _named_claim(dra)
+    claim["status"] = {}
+    del claim["metadata"]["finalizers"]
+    pod = find(dra["pods"], "holder-a", "vision")
+    container = pod["status"]["containerStatuses"][0]
+    container.update(ready=False, started=False, state={"terminated": {
+        "containerID": container["containerID"], "exitCode": 0, "reason": "Completed",
+        "startedAt": "2026-12-01T08:43:31Z", "finishedAt": "2026-12-01T09:12:04Z"}})
+    pod["status"]["phase"] = "Succeeded"
+    verdict = _answer(dra, "vision/holder-a")
+    assert (verdict.cause, verdict.action) == (
+        "scheduled",
+        "vision/holder-a is bound to dra-a100-1 (phase Succeeded). Nothing is wrong at "
+        "scheduling level: look at the pod's logs and container statuses.")
+    assert evidence_of(verdict) == [
+        ("Pod vision/holder-a", "spec.nodeName", "dra-a100-1"),
+        ("Pod vision/holder-a", "status.phase", "Succeeded")]
+
+
+def test_a_shared_claim_names_both_pods_and_both_alternatives_chosen(dra: Lists) -> None:
+    """holder-a and holder-b share train-gpus, whose two firstAvailable requests chose
+    different alternatives; holder-a's first pod claim needed no ResourceClaim (its
+    resourceClaimStatuses entry names none), so only the shared one is evidence."""
+    claim = _named_claim(dra)
+    exactly = claim["spec"]["devices"]["requests"][0].pop("exactly")
+    del exactly["allocationMode"]
+    requests = [{"name": "gpu", "firstAvailable": [{"name": "a100", **exactly, "count": 1}]},
+                {"name": "gpu-b", "firstAvailable": [{"name": "any", **exactly, "count": 1}]}]
+    claim["spec"]["devices"]["requests"] = requests
+    results = claim["status"]["allocation"]["devices"]["results"]
+    for result, request in zip(results, ("gpu/a100", "gpu-b/any"), strict=True):
+        result["request"] = request
+    holder_b = find(dra["pods"], "holder-b", "vision")
+    claim["status"]["reservedFor"].append(
+        {"name": "holder-b", "resource": "pods", "uid": holder_b["metadata"]["uid"]})
+    holder_b["spec"]["resourceClaims"].append({"name": "shared", "resourceClaimName": "train-gpus"})
+    pod = find(dra["pods"], "holder-a", "vision")
+    pod["spec"]["resourceClaims"].insert(0, {"name": "scratch",
+                                             "resourceClaimTemplateName": "one-gpu"})
+    pod["status"]["resourceClaimStatuses"] = [{"name": "scratch"}]
+    verdict = _answer(dra, "vision/holder-a")
+    assert (verdict.cause, verdict.action) == (
+        "scheduled",
+        "vision/holder-a is bound to dra-a100-1 (phase Running). Nothing is wrong at "
+        "scheduling level: look at the pod's logs and container statuses.")
+    assert evidence_of(verdict) == [
+        ("Pod vision/holder-a", "spec.nodeName", "dra-a100-1"),
+        ("Pod vision/holder-a", "status.phase", "Running"),
+        ("ResourceClaim vision/train-gpus", "status.allocation / status.reservedFor",
+         "gpu-0,gpu-1 on dra-a100-1; reserved for holder-a, holder-b; firstAvailable "
+         "alternative a100, any chosen")]
 
 
 # -- a selector gpuwhy cannot evaluate ------------------------------------------------------
@@ -539,16 +618,22 @@ def test_four_nodes_held_by_claims_list_three(dra: Lists) -> None:
         for rack in (1, 2) for i in range(3)]
 
 
-def test_a_non_gpu_request_no_node_can_serve_on_six_nodes(dra: Lists) -> None:
-    nic = copy.deepcopy(dra_object(dra, "DeviceClass", "gpu.nvidia.com"))
+def _nic_request(lists: Lists) -> None:
+    """DeviceClass nic.example.com (a NIC driver's, not a GPU's), and pinned-a's claim asking
+    one NIC of it beside its GPU (request nic)."""
+    nic = copy.deepcopy(dra_object(lists, "DeviceClass", "gpu.nvidia.com"))
     nic["metadata"]["name"] = "nic.example.com"
     nic["spec"]["selectors"] = [{"cel": {"expression": 'device.driver == "nic.example.com"'}}]
-    dra["dra"].append(nic)
-    request = copy.deepcopy(_request(dra))
+    lists["dra"].append(nic)
+    request = copy.deepcopy(_request(lists))
     request["name"] = "nic"
     request["exactly"]["deviceClassName"] = "nic.example.com"
-    claim = dra_object(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim = dra_object(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
     claim["spec"]["devices"]["requests"].append(request)
+
+
+def test_a_non_gpu_request_no_node_can_serve_on_six_nodes(dra: Lists) -> None:
+    _nic_request(dra)
     _racks(dra, count=6, devices=1)
     verdict = _answer(dra)
     why = ("non-GPU claim cannot be allocated: no nic.example.com device published for the "
@@ -565,22 +650,27 @@ def test_a_non_gpu_request_no_node_can_serve_on_six_nodes(dra: Lists) -> None:
 
 # -- the scheduler is binding ----------------------------------------------------------------
 
-def _binding_on_rack(lists: Lists, failed: bool, named: bool) -> None:
+def _binding_on_rack(lists: Lists, failed: bool, reach: tuple[str, ...]) -> None:
     """pinned-a as kube-scheduler leaves it in PreBind: its claim allocated gpu-0..gpu-4 of
-    rack-1 (a node selector naming rack-1, or one by its pool label) and reserved for it, no
-    event; every device waits for FabricAttached, which none reports yet, or reports its
-    FabricAttachFailed."""
-    _racks(lists, count=1, devices=6)
+    rack-1 (a node selector naming the nodes in ``reach``, or one by its pool label when it is
+    empty) and reserved for it, no event; every device waits for FabricAttached, which none
+    reports yet, or reports its FabricAttachFailed. When ``reach`` names several racks, rack-1's
+    devices are attached through a fabric: its slice is published for all of them
+    (spec.nodeSelector), and so is the allocation."""
+    _racks(lists, count=max(1, len(reach)), devices=6)
     pod = _pinned_a(lists)
     pod["status"].pop("conditions")
     lists["events"] = [e for e in lists["events"] if e["involvedObject"]["name"] != "pinned-a"]
+    selector = ({"matchFields": [{"key": "metadata.name", "operator": "In",
+                                  "values": list(reach)}]} if reach else
+                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["rack"]}]})
     rack = dra_object(lists, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")
+    if len(reach) > 1:
+        del rack["spec"]["nodeName"]
+        rack["spec"]["nodeSelector"] = {"nodeSelectorTerms": [selector]}
     for device in rack["spec"]["devices"]:
         device.update(bindingConditions=["FabricAttached"],
                       bindingFailureConditions=["FabricAttachFailed"])
-    selector = ({"matchFields": [{"key": "metadata.name", "operator": "In",
-                                  "values": ["rack-1"]}]} if named else
-                {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["rack"]}]})
     devices = [f"gpu-{i}" for i in range(5)]
     claim = dra_object(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
     claim["status"] = {
@@ -596,6 +686,22 @@ def _binding_on_rack(lists: Lists, failed: bool, named: bool) -> None:
             for i, d in enumerate(devices)]
 
 
+def _fabric_nic(lists: Lists) -> None:
+    """After _binding_on_rack over two racks: pinned-a's claim also asks a NIC, and the
+    scheduler allocated nic-0 of the fabric's NIC driver (a slice published for the same racks,
+    no binding conditions) beside the GPUs."""
+    _nic_request(lists)
+    gpus = dra_object(lists, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")
+    nic = copy.deepcopy(gpus)
+    nic["metadata"]["name"] = "fabric-nic.example.com-00001"
+    nic["spec"].update(driver="nic.example.com", devices=[{"name": "nic-0", "attributes": {}}],
+                       pool={"generation": 1, "name": "fabric", "resourceSliceCount": 1})
+    lists["dra"].append(nic)
+    claim = dra_object(lists, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim["status"]["allocation"]["devices"]["results"].append(
+        {"device": "nic-0", "driver": "nic.example.com", "pool": "fabric", "request": "nic"})
+
+
 HELD = "; ".join(f"claim vision/pinned-a-gpu-q8nlw: gpu-{i}" for i in range(4))
 
 
@@ -603,28 +709,89 @@ _WAITING = [f"gpu-{i}: FabricAttached (not reported yet)" for i in range(5)]
 _FAILED = [f"gpu-{i}: FabricAttachFailed (True: PortDown: switch port {i})" for i in range(5)]
 
 
-@pytest.mark.parametrize(("failed", "named", "action", "field", "conditions"), [
-    (False, True,
+@pytest.mark.parametrize(("failed", "reach", "action", "field", "conditions"), [
+    (False, ("rack-1",),
      f"the scheduler allocated {HELD} on rack-1 and waits for the devices to be ready before it "
      f"binds vision/pinned-a ({'; '.join(_WAITING[:2])}). Devices that must be attached first "
      "take a while; if it lasts past the scheduler's binding timeout, look at the DRA driver "
      "(gpu.nvidia.com).", "bindingConditions", _WAITING),
-    (True, False,
+    (True, (),
      f"the scheduler allocated {HELD} on its node for vision/pinned-a, but the driver reports a "
      f"binding failure ({'; '.join(_FAILED[:2])}): the scheduler releases the devices and tries "
      "again. If it keeps failing, look at the DRA driver (gpu.nvidia.com) for those devices.",
      "bindingFailureConditions", _FAILED)])
 def test_a_binding_pod_on_five_devices_names_four_and_two_conditions(
-        dra: Lists, failed: bool, named: bool, action: str, field: str,
+        dra: Lists, failed: bool, reach: tuple[str, ...], action: str, field: str,
         conditions: list[str]) -> None:
     """Waiting on a node the allocation names, and failed on one it chose by labels."""
-    _binding_on_rack(dra, failed=failed, named=named)
+    _binding_on_rack(dra, failed=failed, reach=reach)
     verdict = _answer(dra)
     assert (verdict.cause, verdict.action) == ("other-constraint", action)
     assert evidence_of(verdict) == [
         ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)",
-         f"{HELD} on {'rack-1' if named else 'its node'}"),
+         f"{HELD} on {', '.join(reach) or 'its node'}"),
         ("ResourceClaim status.devices[].conditions", field, "; ".join(conditions[:4]))]
+
+
+def test_a_binding_pod_on_fabric_devices_names_both_racks_and_both_drivers(dra: Lists) -> None:
+    """Devices two racks reach, from two drivers: the answer names every node the allocation
+    allows and every driver whose devices it holds."""
+    _binding_on_rack(dra, failed=False, reach=("rack-1", "rack-2"))
+    _fabric_nic(dra)
+    verdict = _answer(dra)
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"the scheduler allocated {HELD} on rack-1, rack-2 and waits for the devices to be "
+        f"ready before it binds vision/pinned-a ({'; '.join(_WAITING[:2])}). Devices that must "
+        "be attached first take a while; if it lasts past the scheduler's binding timeout, look "
+        "at the DRA driver (gpu.nvidia.com, nic.example.com).")
+    assert evidence_of(verdict) == [
+        ("Pod vision/pinned-a", "claims (status.allocation, reservedFor)",
+         f"{HELD} on rack-1, rack-2"),
+        ("ResourceClaim status.devices[].conditions", "bindingConditions",
+         "; ".join(_WAITING[:4]))]
+
+
+def test_a_claim_reserved_for_an_earlier_pod_of_the_same_name_is_not_binding(
+        dra: Lists) -> None:
+    """pinned-a names its claim (spec.resourceClaims[].resourceClaimName) and was deleted and
+    created again under the same name: the claim is still allocated and reserved for the
+    earlier pod's uid. The scheduler has not taken the new pod up, so it is not binding it."""
+    _binding_on_rack(dra, failed=False, reach=("rack-1",))
+    pod = _pinned_a(dra)
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "pinned-a-gpu-q8nlw"}]
+    pod["status"].pop("resourceClaimStatuses")
+    claim = dra_object(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim["status"]["reservedFor"][0]["uid"] = "3f1c2b9e-7d4a-4e61-9a0b-5c8d2e7f1a64"
+    verdict = _answer(dra)
+    assert (verdict.cause, verdict.action) == (
+        "scheduler-unavailable",
+        "GPU-wise rack-1 fit, but no scheduler has said anything about vision/pinned-a: "
+        "spec.schedulerName default-scheduler is not running or does not see the pod. Start or "
+        "fix that scheduler, or correct schedulerName.")
+    assert evidence_of(verdict) == [
+        ("Pod vision/pinned-a", "spec.schedulerName", "default-scheduler"),
+        ("Pod vision/pinned-a", "events / PodScheduled condition", "none from any scheduler")]
+
+
+def test_a_bound_pod_on_fabric_devices_names_both_racks(dra: Lists) -> None:
+    """The binding above done: pinned-a bound to rack-1 and running. Its claim's evidence
+    names the devices of both drivers and both racks the allocation allows."""
+    _binding_on_rack(dra, failed=False, reach=("rack-1", "rack-2"))
+    _fabric_nic(dra)
+    pod = _pinned_a(dra)
+    pod["spec"]["nodeName"] = "rack-1"
+    _running(dra, pod)
+    verdict = _answer(dra)
+    assert (verdict.cause, verdict.action) == (
+        "scheduled",
+        "vision/pinned-a is bound to rack-1 (phase Running). Nothing is wrong at scheduling "
+        "level: look at the pod's logs and container statuses.")
+    assert evidence_of(verdict) == [
+        ("Pod vision/pinned-a", "spec.nodeName", "rack-1"),
+        ("Pod vision/pinned-a", "status.phase", "Running"),
+        ("ResourceClaim vision/pinned-a-gpu-q8nlw", "status.allocation / status.reservedFor",
+         "gpu-0,gpu-1,gpu-2,gpu-3,gpu-4,nic-0 on rack-1, rack-2; reserved for pinned-a")]
 
 
 def test_the_drop_functions_carry_their_stage_s_name() -> None:
