@@ -528,6 +528,31 @@ def test_seven_nodes_too_small_list_the_largest_four_and_the_others(dra: Lists) 
         for n, size in ((1, 2), (2, 1), (3, 3), (4, 3), (5, 3))] + [PREEMPTION]
 
 
+def test_too_large_asks_what_the_request_failing_on_the_largest_node_asks(dra: Lists) -> None:
+    """pinned-a asks 3 GPUs (request gpu) and 5 (gpu-b); rack-1 has 2 devices, rack-2 has 4.
+    On rack-1 gpu fails first, on rack-2 only gpu-b does: the answer gives gpu-b's 5 against
+    rack-2's 4, not gpu's 3, which rack-2 could hold."""
+    _racks(dra, count=2, devices=4)
+    del dra_object(dra, "ResourceSlice", "rack-1-gpu.nvidia.com-00001")["spec"]["devices"][2:]
+    _two_requests(dra, 3)
+    claim = dra_object(dra, "ResourceClaim", "pinned-a-gpu-q8nlw")
+    claim["spec"]["devices"]["requests"][1]["exactly"]["count"] = 5
+    verdict = _answer(dra)
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        "ResourceClaim vision/pinned-a-gpu-q8nlw (from template one-gpu) asks 5 × "
+        "gpu.nvidia.com; the most any node you can use has is 4 (rack-2; rack-1 has 2), even "
+        "if all were free. Split the job or get a node with that many devices; waiting never "
+        "helps.")
+    assert evidence_of(verdict) == [
+        ("ResourceClaim vision/pinned-a-gpu-q8nlw", "spec.devices.requests[gpu-b].exactly.count",
+         "5"),
+        ("ResourceSlice rack-1-gpu.nvidia.com-00001", "spec.devices[]",
+         "2 matching device(s) on rack-1"),
+        ("ResourceSlice rack-2-gpu.nvidia.com-00002", "spec.devices[]",
+         "4 matching device(s) on rack-2"), PREEMPTION]
+
+
 def test_a_first_available_request_too_large_names_its_alternative_s_field(
         dra: Lists) -> None:
     request = _request(dra)

@@ -234,11 +234,13 @@ def explain_dra_too_large(subject: Subject, dropped: Dropped) -> Finding:
     if not failing:
         return _explain_per_node(subject, dropped, Cause.TOO_LARGE, "Split the job or get a "
                                  "node with that many devices; waiting never helps.")
-    first = failing[0][1]
+    largest = max(len(o.matching) for _, o in failing)
+    # The request failing where the most devices match: its count is what the largest node
+    # lacks (another request may fail first on a smaller node and ask fewer).
+    first = next(o for _, o in failing if len(o.matching) == largest)
     if (shared := explain_capacity_too_large(subject, failing,
                                               _source(subject, first.request))) is not None:
         return shared
-    largest = max(len(o.matching) for _, o in failing)
     at_most = [n.name for n, o in failing if len(o.matching) == largest]
     others = "; ".join(f"{n.name} has {len(o.matching)}" for n, o in failing
                        if len(o.matching) != largest)
