@@ -222,6 +222,16 @@ def _pending_pod(lists: Lists, name: str, group: str, pool: str) -> None:
     lists["pods"].append(pod)
 
 
+def _running_pod(lists: Lists, name: str, node: str, gpus: int) -> None:
+    """One more research pod holding ``gpus`` on ``node``, as eval-4g holds 4 on gang-h100-b4."""
+    pod = copy.deepcopy(find(lists["pods"], "eval-4g", "research"))
+    pod["metadata"].update(name=name, uid=f"{name}-uid")
+    pod["spec"].update(nodeName=node, nodeSelector={"kubernetes.io/hostname": node})
+    for part in ("limits", "requests"):
+        pod["spec"]["containers"][0]["resources"][part]["nvidia.com/gpu"] = str(gpus)
+    lists["pods"].append(pod)
+
+
 def _bind(lists: Lists, pod: str, node: str) -> None:
     found = find(lists["pods"], pod, "train")
     found["spec"]["nodeName"] = node
@@ -329,6 +339,44 @@ def test_a_gang_with_a_pod_bound_and_room_for_the_rest_fits_now(gangs: Lists) ->
         " gang-h100-b4): the scheduler gave the group up when it did not fit, and tries it again"
         " as the cluster changes. If it stays Pending, look at the other gang pods' events for"
         " what else stops them.")
+
+
+def test_the_first_three_held_nodes_are_named_with_four_holders_each(gangs: Lists) -> None:
+    _into_pool(gangs, "gang-h100-a1", "h100-b")  # empty: the one node a gang pod fits on now
+    for index in range(5):
+        _running_pod(gangs, f"eval-1g-{index}", "gang-h100-b1", 1)
+    _running_pod(gangs, "eval-b2", "gang-h100-b2", 4)
+    _running_pod(gangs, "eval-b3", "gang-h100-b3", 4)
+    verdict = _answer(gangs, "train/moe-train-0")
+    ones = "research/eval-1g-0, research/eval-1g-1, research/eval-1g-2, research/eval-1g-3 +1 more"
+    assert (verdict.cause, verdict.action) == (
+        "exhausted",
+        f"{MOE} needs 4 pods × 8 nvidia.com/gpu at once (gang minCount 4): 1 of 4 gang pods fit"
+        f" now (gang-h100-a1: 1); gang-h100-b1 has 5/8 nvidia.com/gpu held by {ones};"
+        " gang-h100-b2 has 4/8 nvidia.com/gpu held by research/eval-b2; gang-h100-b3 has 4/8"
+        " nvidia.com/gpu held by research/eval-b3. With every GPU free the nodes would hold 5."
+        " Wait for them to finish, or add capacity: the scheduler binds none of the gang until 4"
+        " fit.")
+    held = "status.allocatable[nvidia.com/gpu] − requests"
+    assert _evidence(verdict)[-3:] == [("Node/gang-h100-b1", held, f"5/8 held by {ones}"),
+                                       ("Node/gang-h100-b2", held, "4/8 held by research/eval-b2"),
+                                       ("Node/gang-h100-b3", held, "4/8 held by research/eval-b3")]
+
+
+def test_nodes_held_by_the_gangs_own_bound_pods_are_not_what_it_waits_for(gangs: Lists) -> None:
+    # moe-train grown to five pods, three of them bound (b1..b3): eval-4g on b4 is in the way
+    _into_pool(gangs, "gang-h100-a1", "h100-b")
+    _set_min_count(gangs, "moe-train-workers", 5)
+    _pending_pod(gangs, "moe-train-4", "moe-train-workers", "h100-b")
+    for index in (1, 2, 3):
+        _bind(gangs, f"moe-train-{index}", f"gang-h100-b{index}")
+    verdict = _answer(gangs, "train/moe-train-0")
+    assert (verdict.cause, verdict.action) == (
+        "exhausted",
+        f"{MOE} needs 5 pods × 8 nvidia.com/gpu at once (gang minCount 5): 3 already bound, 4 of"
+        " 5 gang pods fit now (gang-h100-a1: 1); gang-h100-b4 has 4/8 nvidia.com/gpu held by"
+        " research/eval-4g. With every GPU free the nodes would hold 5. Wait for them to finish,"
+        " or add capacity: the scheduler binds none of the gang until 5 fit.")
 
 
 @pytest.mark.parametrize(("removed", "added", "min_count", "named", "missing"), [

@@ -12,6 +12,9 @@ rest to be created). GPU causes come first: these run after the per-pod GPU filt
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from itertools import islice
+
 from scoring.gang import GangPlacement, place_gang
 from scoring.rows import WorkloadRow
 from scoring.verdict import Evidence, NodeReport
@@ -78,9 +81,13 @@ def _asks(subject: Subject, gang: Gang) -> str:
            f"{gang.min_count})"
 
 
+def _first_four(texts: Iterable[str], total: int) -> str:
+    """The first four of ``total`` texts, and how many more there are."""
+    return ", ".join(islice(texts, 4)) + (f" +{total - 4} more" if total > 4 else "")
+
+
 def _names(nodes: list[tuple[str, int]]) -> str:
-    shown = ", ".join(f"{name}: {n}" for name, n in nodes[:4])
-    return shown + (f" +{len(nodes) - 4} more" if len(nodes) > 4 else "")
+    return _first_four((f"{name}: {n}" for name, n in nodes), len(nodes))
 
 
 def _show_gang_view(subject: Subject, placement: GangPlacement) -> None:
@@ -145,18 +152,20 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
     resource = next(iter(subject.gpu))
     held = []
     evidence = _evidence(subject, gang)
-    for name in placement.held_back()[:3]:
+    for name in placement.held_back():
         node = subject.rows.node(name)
         holders = [(p, n) for p, n in subject.rows.holders_on(name, resource)
                    if p.key not in members]
         if node is None or not holders:
-            continue
+            continue  # held by the gang's own bound pods alone: they count as placed
         allocatable = node.allocatable.get(resource, 0)
         taken = allocatable - subject.rows.free_gpus(node, resource)
-        who = ", ".join(p.label for p, _ in holders[:4])
+        who = _first_four((p.label for p, _ in holders), len(holders))
         held.append(f"{name} has {taken}/{allocatable} {resource} held by {who}")
         evidence.append(Evidence(f"Node/{name}", f"status.allocatable[{resource}] − requests",
                                  f"{taken}/{allocatable} held by {who}"))
+        if len(held) == 3:
+            break
     fitting = _names(placement.taking_now())
     placed = f"{bound} already bound, " if bound else ""
     fit = min(placement.fit_now + bound, gang.min_count)
