@@ -406,6 +406,21 @@ def test_an_incomplete_gang_names_its_pods_and_the_missing_count(
         f" Create the missing {missing}, or lower minCount.")
 
 
+def test_a_gang_whose_pods_are_all_being_deleted_names_none(gangs: Lists) -> None:
+    # the Job deleted: PodGC marks unscheduled terminating pods Failed, and those join no gang
+    for index in range(3):
+        pod = find(gangs["pods"], f"llama-pretrain-{index}", "train")
+        pod["metadata"]["deletionTimestamp"] = "2026-12-01T21:00:00Z"
+        pod["status"]["phase"] = "Failed"
+    verdict = _answer(gangs, "train/llama-pretrain-0")
+    assert (verdict.cause, verdict.action) == (
+        "other-constraint",
+        f"gang incomplete: {LLAMA} has gang minCount 4, only 0 pods (none) name it. GPU-wise the"
+        " gang would fit, but kube-scheduler holds its pods back before any scheduling attempt"
+        " until 4 exist (no event, no PodScheduled condition). Create the missing 4 pods, or"
+        " lower minCount.")
+
+
 def test_a_gang_asking_gpus_only_through_claims_is_judged_pod_by_pod(gangs: Lists) -> None:
     # chat-c and big-kv join a PodGroup of their own: gpuwhy judges DRA gangs pod by pod
     group = copy.deepcopy(find(gangs["gangs"], "moe-train-workers", "train"))

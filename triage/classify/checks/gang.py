@@ -126,11 +126,12 @@ def check_gang_too_large(subject: Subject) -> Finding | None:
     if placement.fit_empty >= gang.min_count:
         return None
     _show_gang_view(subject, placement)
+    # never empty: the nodes the per-pod too-large filter left each take a pod, empty
     taking = [(name, n) for name, n in placement.empty if n]
     return Finding(Cause.TOO_LARGE,
                    f"{_asks(subject, gang)}; the nodes {selector_text(subject.facts)} and taints "
                    f"leave could hold only {placement.fit_empty} of them even with every GPU "
-                   f"free ({_names(taking) or 'none'}). The scheduler binds none of the gang "
+                   f"free ({_names(taking)}). The scheduler binds none of the gang "
                    f"until {gang.min_count} fit together: waiting never helps. Lower minCount, "
                    "make each pod smaller, or send the gang to a pool with room for all of it."
                    + _incomplete_note(gang),
@@ -166,12 +167,13 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
                                  f"{taken}/{allocatable} held by {who}"))
         if len(held) == 3:
             break
+    # never empty: the per-pod exhausted filter left a node with room for one pod now
     fitting = _names(placement.taking_now())
     placed = f"{bound} already bound, " if bound else ""
     fit = min(placement.fit_now + bound, gang.min_count)
     return Finding(Cause.EXHAUSTED,
                    f"{_asks(subject, gang)}: {placed}{fit} of {gang.min_count} gang pods fit now "
-                   f"({fitting or 'no node'}); "
+                   f"({fitting}); "
                    f"{'; '.join(held) or 'the other nodes are held'}. With every GPU free the "
                    f"nodes would hold {placement.fit_empty}. Wait for them to finish, or add "
                    f"capacity: the scheduler binds none of the gang until {gang.min_count} fit."
