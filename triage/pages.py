@@ -10,9 +10,9 @@ fit (a field of an unexpected JSON type, anything msgspec refuses) is parsed who
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from scoring.objects import K8sObject, is_terminated
 from triage.slim import NODE_PARTS, SLIM_NODE, SLIM_POD, slim, sound, trim_pod
@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from triage.cluster.resources import Resource
 
 _LIST: Any = list  # subscripted with types made at run time, which mypy cannot see
+
+
+class Listing(Protocol):
+    """What a paged list puts the items it keeps into, a page's at a time: a list, or a
+    store's listing, which indexes them as they come (``PodStore.listing``)."""
+
+    def extend(self, items: Iterable[K8sObject], /) -> None: ...
+
+    def __iter__(self) -> Iterator[K8sObject]: ...
 
 
 def _shape(name: str, keep: dict[str, Any]) -> Any:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
 from typing import Generic, TypeVar
 
@@ -69,54 +69,34 @@ class PodStore:
         # what a list keeps of each pod as its page arrives (of a finished one: nothing)
         self.slim = SharedPods(self._kept, self._alike)
 
+    def listing(self) -> PodListing:
+        """Where a list puts its pods page by page (``list_into``), indexed as they come."""
+        return PodListing(self._share)
+
     def replace(self, items: Iterable[K8sObject]) -> None:
-        """A full list's pods, slim already (kept by ``slim`` as their pages came), indexed
-        in bulk: each node's pods sorted and its sums made once per kind of pod on it (a
-        namespace's pods of one spec), not per pod."""
-        pods: dict[tuple[str, str], K8sObject] = {}
-        on_node: dict[str, list[tuple[tuple[str, str], K8sObject]]] = {}
-        # by node, its pods' (namespace, share) in the order first seen, and how many
-        kinds_on: dict[str, dict[tuple[str, int], tuple[Amounts, list[int]]]] = {}
-        waiting: dict[tuple[str, str], K8sObject] = {}
-        by_namespace: dict[str, dict[str, K8sObject]] = {}
-        for pod in items:
-            namespace, name = key = object_key(pod)
-            names = by_namespace.get(namespace)
-            if names is None:
-                names = by_namespace[namespace] = {}
-            if is_terminated(pod):
-                names.pop(name, None)
-                waiting.pop(key, None)
-                continue
-            pods[key] = names[name] = pod
-            if _waiting(pod):
-                waiting[key] = pod
-            if node_name := pod.get("spec", {}).get("nodeName"):
-                listed = on_node.get(node_name)
-                if listed is None:
-                    listed, kinds = on_node[node_name], kinds_on[node_name] = [], {}
-                else:
-                    kinds = kinds_on[node_name]
-                listed.append((key, pod))
-                share = self._share(pod)
-                kind = kinds.get((namespace, id(share)))
-                if kind is None:
-                    kind = kinds[namespace, id(share)] = (share, [0])
-                kind[1][0] += 1
+        """A full list's pods, slim already (kept by ``slim`` as their pages came): a
+        ``listing``'s, indexed already, or any others, indexed here; then each node's pods
+        sorted and its sums made once per kind of pod on it, not per pod."""
+        if isinstance(items, PodListing):
+            listing = items
+        else:
+            listing = self.listing()
+            listing.extend(items)
         by_node = {node: tuple(pod for _, pod in sorted(listed, key=_first))
-                   for node, listed in on_node.items()}
+                   for node, listed in listing.on_node.items()}
         requested: dict[str, Amounts] = {}
         holdings: dict[str, Holdings] = {}
-        for node_name, kinds in kinds_on.items():
+        for node_name, kinds in listing.kinds_on.items():
             total, held = _summed(kinds)
             requested[node_name] = self._sums(total)
             if held:
                 holdings[node_name] = held
         with self._lock:
-            self._pods, self._by_node, self._requested = pods, by_node, requested
+            self._pods, self._by_node, self._requested = listing.pods, by_node, requested
             self._rows, self._hami = {}, {}  # a new list: new copies, rows built as asked for
-            self._holdings, self._waiting = holdings, waiting
-            self._by_namespace, self._unordered = by_namespace, set(by_namespace)
+            self._holdings, self._waiting = holdings, listing.waiting
+            self._by_namespace = listing.by_namespace
+            self._unordered = set(listing.by_namespace)
 
     def upsert(self, pod: K8sObject) -> None:
         key = object_key(pod)
@@ -220,9 +200,10 @@ class PodStore:
         if name not in names:
             self._unordered.add(namespace)
         names[name] = small  # a known name keeps its place
-        if _waiting(small):
+        node_name = small.get("spec", {}).get("nodeName")
+        if _waiting(small, node_name):
             self._waiting[key] = small
-        if node_name := small.get("spec", {}).get("nodeName"):
+        if node_name:
             on_node = self._by_node.get(node_name, ())
             at = bisect.bisect_left(on_node, key, key=object_key)
             self._by_node[node_name] = (*on_node[:at], small, *on_node[at:])
@@ -295,6 +276,54 @@ class PodStore:
         return len(self._pods)
 
 
+class PodListing:
+    """A full list's pods indexed page by page as the reader decodes them (while the API
+    server renders the next page), for ``PodStore.replace``: by key, by namespace, the waiting
+    ones, and by node its pods in the order listed and its kinds of pod, (namespace, id of
+    the summed requests ``share`` gives) -> (those requests, [how many])."""
+
+    def __init__(self, share: Callable[[K8sObject], Amounts]) -> None:
+        self._share = share
+        self.pods: dict[tuple[str, str], K8sObject] = {}
+        self.on_node: dict[str, list[tuple[tuple[str, str], K8sObject]]] = {}
+        self.kinds_on: dict[str, dict[tuple[str, int], tuple[Amounts, list[int]]]] = {}
+        self.waiting: dict[tuple[str, str], K8sObject] = {}
+        self.by_namespace: dict[str, dict[str, K8sObject]] = {}
+
+    def extend(self, items: Iterable[K8sObject], /) -> None:
+        pods, on_node, kinds_on = self.pods, self.on_node, self.kinds_on
+        waiting, by_namespace, share_of = self.waiting, self.by_namespace, self._share
+        for pod in items:
+            namespace, name = key = object_key(pod)
+            names = by_namespace.get(namespace)
+            if names is None:
+                names = by_namespace[namespace] = {}
+            if is_terminated(pod):
+                names.pop(name, None)
+                waiting.pop(key, None)
+                continue
+            pods[key] = names[name] = pod
+            node_name = pod.get("spec", {}).get("nodeName")
+            if _waiting(pod, node_name):
+                waiting[key] = pod
+            if node_name:
+                listed = on_node.get(node_name)
+                if listed is None:
+                    listed, kinds = on_node[node_name], kinds_on[node_name] = [], {}
+                else:
+                    kinds = kinds_on[node_name]
+                listed.append((key, pod))
+                share = share_of(pod)
+                kind = kinds.get((namespace, id(share)))
+                if kind is None:
+                    kind = kinds[namespace, id(share)] = (share, [0])
+                kind[1][0] += 1
+
+    def __iter__(self) -> Iterator[K8sObject]:
+        """The pods listed, in list order."""
+        return iter(self.pods.values())
+
+
 def _request_fields(pod: K8sObject) -> tuple[object, ...]:
     """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
     spec = pod.get("spec") or {}
@@ -344,9 +373,9 @@ def _summed(kinds: Mapping[tuple[str, int], tuple[Amounts, list[int]]],
     return total, holdings
 
 
-def _waiting(pod: K8sObject) -> bool:
-    return not pod.get("spec", {}).get("nodeName") or pod.get("status", {}).get(
-        "phase") == "Pending"
+def _waiting(pod: K8sObject, node_name: object) -> bool:
+    """Not running yet: no node (``node_name``, its spec's), or bound and Pending."""
+    return not node_name or pod.get("status", {}).get("phase") == "Pending"
 
 
 def add_amounts(total: Mapping[str, Decimal], share: Mapping[str, Decimal],

@@ -28,6 +28,10 @@ class NodeStore:
         self._in_order = True
         self._view: NodeTable | None = None
 
+    def listing(self) -> list[K8sObject]:
+        """Where a list puts its nodes (``list_into``)."""
+        return []
+
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's nodes, slim already."""
         fresh = {(row := node_info(node)).name: row for node in items}
@@ -91,6 +95,10 @@ class ObjectStore:
         self._lock = threading.Lock()
         self._objects: dict[tuple[str, str], K8sObject] = {}
         self.slim: Callable[[K8sObject], K8sObject] = slim or without_managed_fields
+
+    def listing(self) -> list[K8sObject]:
+        """Where a list puts its objects (``list_into``)."""
+        return []
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's objects, slim already."""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import urllib3
@@ -24,12 +24,13 @@ from triage.cluster.kubeconfig import server_url
 from triage.cluster.limits import DEFAULT_PAGE_SIZE, DEFAULT_TIMEOUT
 from triage.cluster.resources import _VERSION, ACCESS_REVIEWS, VISIBILITY_GROUP, Resource
 from triage.errors import ClusterError
-from triage.pages import ItemShape, with_kind
+from triage.pages import ItemShape, Listing, with_kind
 from triage.vocabulary import Cause
 
 log = logging.getLogger(__name__)
 
 MAX_LIST_RESTARTS = 3
+L = TypeVar("L", bound=Listing)  # what a paged list puts its items into (list_into)
 
 
 
@@ -106,7 +107,18 @@ class ClusterReader:
              label_selector: str = "", page_size: int = DEFAULT_PAGE_SIZE,
              keep: ItemShape | Callable[[K8sObject], K8sObject | None] | None = None,
              ahead: bool = False) -> tuple[list[K8sObject], str]:
-        """All matching objects (paged) and the list's resourceVersion.
+        """All matching objects (paged) and the list's resourceVersion (``list_into`` a list)."""
+        return self.list_into(list, resource, namespace, field_selector=field_selector,
+                              label_selector=label_selector, page_size=page_size, keep=keep,
+                              ahead=ahead)
+
+    def list_into(self, into: Callable[[], L], resource: Resource, namespace: str = "", *,
+                  field_selector: str = "", label_selector: str = "",
+                  page_size: int = DEFAULT_PAGE_SIZE,
+                  keep: ItemShape | Callable[[K8sObject], K8sObject | None] | None = None,
+                  ahead: bool = False) -> tuple[L, str]:
+        """All matching objects (paged), put into a new ``into()`` page by page as each page
+        is read (a store's listing indexes them then), and the list's resourceVersion.
 
         ``keep`` sees each item as its page arrives and returns what to keep of it (None: drop
         it), so a list of 150,000 pods never holds more than one page in full; an ItemShape
@@ -115,7 +127,7 @@ class ClusterReader:
         kubectl does. ``ahead``: the next page is asked for, from another thread, as soon as
         a page's continue token is read from its head, while this one is decoded (the API
         server renders it meanwhile); a token the decoded page does not confirm is asked for
-        again.
+        again. A list started again from its first page starts a new ``into()``.
         """
         call = _Call("list", resource, namespace)
         query = [(key, value) for key, value in (("fieldSelector", field_selector),
@@ -137,7 +149,7 @@ class ClusterReader:
         with ThreadPoolExecutor(1, thread_name_prefix=f"list-{resource.plural}") if ahead \
                 else nullcontext() as fetcher:
             for _ in range(MAX_LIST_RESTARTS):
-                items: list[K8sObject] = []
+                items = into()
                 token = ""
                 try:
                     data = fetch(token)
@@ -161,7 +173,7 @@ class ClusterReader:
 
     def _page(self, call: _Call, resource: Resource, data: bytes,
               keep: ItemShape | Callable[[K8sObject], K8sObject | None] | None,
-              items: list[K8sObject]) -> Mapping[str, Any]:
+              items: Listing) -> Mapping[str, Any]:
         """Add what ``keep`` keeps of a list page's items to ``items``; the page's metadata."""
         if isinstance(keep, ItemShape) and (cut := keep.kept_page(resource, data)) is not None:
             items.extend(cut[1])

@@ -66,8 +66,9 @@ class Reflector:
                 if not self.resource_version:
                     self._discover()
                     with bulk_parse():  # a list makes objects that live on: GC would re-walk them
-                        items, self.resource_version = self.cache.reader.list_all(
-                            self.resource, field_selector=self.field_selector,
+                        # the pods are indexed as each page comes, while the next renders
+                        items, self.resource_version = self.cache.reader.list_into(
+                            self.store.listing, self.resource, field_selector=self.field_selector,
                             page_size=self.cache.page_size, keep=self.store.slim, ahead=True)
                         self.store.replace(items)
                         del items
