@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.clusters.sources import WatchSource
-from tests.kubeapi import FakeKubeAPI
+from tests.kubeapi import FakeKubeAPI, status_body
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import eventually
 from triage.cache import NodeStore, PodStore, listpages
@@ -124,6 +125,82 @@ def test_a_list_read_ahead_is_the_list_read_page_by_page(tmp_path: Path) -> None
         assert api.mark() - mark == 2 * sent > 2  # the same pages, each asked for once
     assert json.dumps(ahead) == json.dumps(by_page)
     assert ahead_version == version
+
+
+class PageByPage(list[dict[str, Any]]):
+    """A listing that notes how many items each ``extend`` brought (a page's)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pages: list[int] = []
+
+    def extend(self, items: Iterable[dict[str, Any]], /) -> None:
+        page = list(items)
+        self.pages.append(len(page))
+        super().extend(page)
+
+
+@pytest.mark.parametrize("ahead", [False, True], ids=["by page", "ahead"])
+def test_a_list_puts_each_page_into_its_listing_as_the_page_is_read(tmp_path: Path,
+                                                                     ahead: bool) -> None:
+    with FakeKubeAPI(SEVEN) as api:
+        reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
+        listing, _ = reader.list_into(PageByPage, PODS, field_selector=NON_TERMINATED,
+                                      page_size=2, keep=PodStore().slim, ahead=ahead)
+        whole_list, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=500,
+                                        keep=PodStore().slim)
+        pages = [r for r in api.requests if r.path == "/api/v1/pods" and
+                 r.query.get("limit") == "2"]
+    assert len(listing.pages) == len(pages) > 2
+    assert max(listing.pages) == 2  # one page at a time, not the list at its end
+    assert json.dumps(listing) == json.dumps(whole_list)
+
+
+def test_a_list_started_again_from_its_first_page_starts_a_new_listing(tmp_path: Path) -> None:
+    made: list[PageByPage] = []
+
+    def listing() -> PageByPage:
+        made.append(PageByPage())
+        return made[-1]
+
+    with FakeKubeAPI(SEVEN) as api:
+        api.inject("status", path="^/api/v1/pods$", query="continue=", status=status_body(
+            410, "Expired", "The provided continue parameter is too old to display a "
+            "consistent list result."))
+        reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
+        listed, _ = reader.list_into(listing, PODS, field_selector=NON_TERMINATED,
+                                     page_size=2, keep=PodStore().slim, ahead=True)
+        whole_list, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=500,
+                                        keep=PodStore().slim)
+    assert len(made) == 2 and listed is made[1]
+    assert made[0] == whole_list[:2]  # the first page, then 410 on the second
+    assert json.dumps(listed) == json.dumps(whole_list)  # each pod once
+
+
+def store_state(store: PodStore) -> str:
+    """Everything a triage reads of the pod store, as JSON."""
+    by_node, requested, holdings = store.by_node_view()
+    namespaces = sorted({pod["metadata"]["namespace"] for pod in store.all()})
+    return json.dumps({"by_node": by_node, "requested": requested, "holdings": holdings,
+                       "waiting": store.waiting(), "all": store.all(),
+                       "namespaces": {ns: store.in_namespace(ns) for ns in namespaces}},
+                      default=str, sort_keys=True)
+
+
+@pytest.mark.parametrize("directory", RECORDED, ids=[d.name for d in RECORDED])
+def test_pods_indexed_page_by_page_are_the_pods_indexed_at_once(directory: Path,
+                                                                tmp_path: Path) -> None:
+    paged, at_once = PodStore(), PodStore()
+    with FakeKubeAPI(directory) as api:
+        reader = ClusterReader(load_api_client(str(api.kubeconfig(tmp_path / "kubeconfig"))))
+        listing, _ = reader.list_into(paged.listing, PODS, field_selector=NON_TERMINATED,
+                                      page_size=2, keep=paged.slim, ahead=True)
+        items, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=500,
+                                   keep=at_once.slim)
+    paged.replace(listing)
+    at_once.replace(items)
+    assert len(paged) == len(at_once) > 0
+    assert store_state(paged) == store_state(at_once)
 
 
 def test_a_continue_token_is_read_from_a_pages_own_metadata_only() -> None:
