@@ -86,8 +86,13 @@ class _ByBytes:
                  cut: Callable[[Any], Any] | None = None, part: Any = None) -> None:
         self._alike, self._cut, self._part = alike, cut, part
         self._known: Alike[object] = Alike()
+        self._last: tuple[Raw, object] | None = None
 
     def __call__(self, raw: Raw) -> object:
+        # a list's items of a kind come one after another: most have the one before's
+        # value, found by comparing the slices, without copying or hashing the bytes
+        if self._last is not None and raw == self._last[0]:
+            return self._last[1]
         key = bytes(raw)
         value = self._known.get(key)
         if value is None:
@@ -96,7 +101,12 @@ class _ByBytes:
                 raise odd_part()
             value = self._known.put(key, self._alike(
                 decoded if self._cut is None else self._cut(decoded)))
+        self._last = raw, value
         return value
+
+    def forget_page(self) -> None:
+        """Let go of the last value's slice, and so of its page."""
+        self._last = None
 
 
 def interned_labels(labels: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +218,14 @@ class _SharedItems(ItemShape):
             return super().kept_page(resource, data)
         except msgspec.DecodeError:
             return None
+        finally:
+            self._forget_page()
         return page.metadata or {}, kept
+
+    def _forget_page(self) -> None:
+        """Let go of the slices of the page the fields' last values were found by."""
+        for values in (self._values, self._objects, self._owners):
+            values.forget_page()
 
     @abstractmethod
     def _item(self, resource: Resource, item: Any) -> K8sObject | None:
@@ -255,7 +272,13 @@ class SharedPods(_SharedItems):
         super().__init__("Pod", SLIM_POD, finished_pods(keep), _PodPage, alike)
         self._annotations = _ByBytes(alike, device_annotations, dict)
         self._specs: Alike[K8sObject] = Alike()  # less the node, with a slot for it
+        self._last_spec: tuple[tuple[object, ...], K8sObject] | None = None  # as _ByBytes
         self._statuses: Alike[K8sObject] = Alike()
+
+    def _forget_page(self) -> None:
+        super()._forget_page()
+        self._annotations.forget_page()
+        self._last_spec = None
 
     def _item(self, resource: Resource, item: _Pod) -> K8sObject | None:
         status = item.status
@@ -273,10 +296,15 @@ class SharedPods(_SharedItems):
     def _spec(self, spec: _Spec) -> K8sObject:
         """The pod's spec: a copy of the one its kind shares, its node filled in."""
         on_node = spec.nodeName is not UNSET
-        key = b"\0".join((*_pod_spec_fields(spec), b"n" if on_node else b""))
-        shared = self._specs.get(key)
-        if shared is None:
-            shared = self._specs.put(key, self._shared_spec(spec, on_node))
+        fields = (*_pod_spec_fields(spec), b"n" if on_node else b"")
+        if self._last_spec is not None and fields == self._last_spec[0]:
+            shared = self._last_spec[1]
+        else:
+            key = b"\0".join(fields)
+            known = self._specs.get(key)
+            shared = self._specs.put(key, self._shared_spec(spec, on_node)) if known is None \
+                else known
+            self._last_spec = fields, shared
         if not on_node:
             return shared.copy()
         kept = shared.copy()

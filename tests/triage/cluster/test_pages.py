@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -276,6 +277,44 @@ def test_pods_of_a_kind_share_their_spec_labels_and_owners_but_not_their_node() 
         assert other["metadata"]["ownerReferences"] is first["metadata"]["ownerReferences"]
         assert other["spec"] is not first["spec"]
     assert kept[1] == whole(as_page(replicas))
+
+
+# (field path, value; None: the field is left out) a pod may differ in from the one before it
+NEXT_POD_CHANGES = {
+    "unbound": (("spec", "nodeName"), None),
+    "another label": (("metadata", "labels"), {"app": "other"}),
+    "another owner": (("metadata", "ownerReferences"),
+                      [{"kind": "ReplicaSet", "name": "rs-2", "uid": "u-2"}]),
+    "another request": (("spec", "containers"),
+                        [{"name": "a", "resources": {"requests": {"nvidia.com/gpu": "2"}}}]),
+    "a device annotation": (("metadata", "annotations"), {
+        "hami.io/vgpu-devices-allocated": "GPU-a00c0de,NVIDIA,20000,100:;"}),
+}
+
+
+@pytest.mark.parametrize("label", sorted(NEXT_POD_CHANGES))
+def test_a_pod_unlike_the_one_before_it_in_one_field_keeps_its_own(label: str) -> None:
+    base = json.loads((SEVEN / "pods.json").read_text())["items"][0]
+    pods = []
+    for number in range(4):
+        pod = copy.deepcopy(base)
+        pod["metadata"]["name"] = f"replica-{number}"
+        pod["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs", "uid": "u"}]
+        pod["spec"]["nodeName"] = f"node-{number}"
+        pods.append(with_field(pod, *NEXT_POD_CHANGES[label]) if number == 2 else pod)
+    kept = PodStore().slim.kept_page(PODS, as_page(pods))
+    assert kept is not None
+    assert kept[1] == whole(as_page(pods))
+    assert kept[1][2] != kept[1][1]
+
+
+@pytest.mark.parametrize("resource", [PODS, NODES], ids=["pods", "nodes"])
+def test_a_page_is_let_go_once_its_items_are_kept(resource: Resource) -> None:
+    page = as_page(json.loads((SEVEN / f"{resource.plural}.json").read_text())["items"])
+    held = sys.getrefcount(page)
+    kept = (PodStore() if resource is PODS else NodeStore()).slim.kept_page(resource, page)
+    assert kept is not None and kept[1]
+    assert sys.getrefcount(page) == held  # no slice of it kept (each holds the page)
 
 
 # (field path, value; None: the field is left out) the decoder's types may not expect
