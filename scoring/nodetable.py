@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
@@ -88,18 +88,34 @@ def _amounts(node: K8sObject, section: str) -> dict[str, int]:
             if value is not None}
 
 
-def node_info(node: K8sObject) -> NodeInfo:
-    node_labels, taints = labels(node), tuple(blocking_taints(node))
+@dataclass(frozen=True)
+class NodeResources:
+    """A node's ``NodeInfo.capacity``, ``allocatable`` and ``resources``: read off its
+    status.capacity and status.allocatable alone, so nodes that share those (a pool's, in
+    the watch cache) can share one."""
+
+    capacity: Mapping[str, int]
+    allocatable: Mapping[str, int]
+    resources: str
+
+
+def node_resources(node: K8sObject) -> NodeResources:
     capacity, allocatable = _amounts(node, "capacity"), _amounts(node, "allocatable")
     # allocatable as written too: cpu "63500m" and "63" are one integer, not one room
-    resources = sys.intern(_json((capacity, allocatable,
-                                  node.get("status", {}).get("allocatable"))))
+    return NodeResources(capacity, allocatable, sys.intern(_json(
+        (capacity, allocatable, node.get("status", {}).get("allocatable")))))
+
+
+def node_info(node: K8sObject,
+              resources_of: Callable[[K8sObject], NodeResources] = node_resources) -> NodeInfo:
+    node_labels, taints = labels(node), tuple(blocking_taints(node))
+    found = resources_of(node)
     # a taint's timeAdded is left out (no check reads it)
     facts = ({k: v for k, v in node_labels.items() if k != HOSTNAME_LABEL},
              [{k: v for k, v in taint.items() if k != "timeAdded"} for taint in taints])
     return NodeInfo(name=node_name(node), raw=node, labels=node_labels, taints=taints,
-                    capacity=capacity, allocatable=allocatable, resources=resources,
-                    shape=sys.intern(_json(facts) + resources))
+                    capacity=found.capacity, allocatable=found.allocatable,
+                    resources=found.resources, shape=sys.intern(_json(facts) + found.resources))
 
 
 def _json(facts: object) -> str:

@@ -9,12 +9,11 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
-from typing import Generic, TypeVar
 
 from scoring.hami import Usage, device_usage
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
-from triage.cache.listpages import MAX_SHARED_SPECS, Alike, SharedPods
+from triage.cache.listpages import Alike, ByIdentity, SharedPods
 from triage.pods import Holdings, add_holding, extended_share, sum_requests
 from triage.rows import hami_placed_on, pod_row
 from triage.slim import slim_pod
@@ -26,7 +25,6 @@ HamiUsageOn = Callable[[str, tuple[K8sObject, ...]], Mapping[str, Usage] | None]
 _OWN_FIELDS = frozenset({"metadata", "spec"})
 _ALIKE_METADATA = frozenset({"labels", "ownerReferences", "annotations"})
 _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")  # see sum_requests
-T = TypeVar("T")
 
 
 class PodStore:
@@ -328,25 +326,6 @@ def _request_fields(pod: K8sObject) -> tuple[object, ...]:
     """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
     spec = pod.get("spec") or {}
     return tuple(map(spec.get, _REQUEST_FIELDS))
-
-
-class ByIdentity(Generic[T]):
-    """Answers worked out from a few objects the pods of a kind share, found by those
-    objects' identities and held with them, so an identity is never another object's (the
-    last MAX_SHARED_SPECS)."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[int, ...], tuple[T, tuple[object, ...]]] = {}
-
-    def get(self, parts: tuple[object, ...]) -> T | None:
-        known = self._known.get(tuple(map(id, parts)))
-        return None if known is None else known[0]
-
-    def put(self, parts: tuple[object, ...], answer: T) -> T:
-        if len(self._known) >= MAX_SHARED_SPECS:
-            self._known.clear()
-        self._known[tuple(map(id, parts))] = (answer, parts)
-        return answer
 
 
 def _first(pair: tuple[tuple[str, str], K8sObject]) -> tuple[str, str]:

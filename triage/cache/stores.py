@@ -6,9 +6,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 
-from scoring.nodetable import NodeColumns, NodeInfo, node_columns, node_info
+from scoring.nodetable import (
+    NodeColumns,
+    NodeInfo,
+    NodeResources,
+    node_columns,
+    node_info,
+    node_resources,
+)
 from scoring.objects import K8sObject, object_key
-from triage.cache.listpages import Alike, SharedNodes, interned_labels
+from triage.cache.listpages import Alike, ByIdentity, SharedNodes, interned_labels
 from triage.slim import slim_node
 
 # the nodes, their node table, its rows by name and its columns (NodeStore.table)
@@ -27,6 +34,7 @@ class NodeStore:
         self._nodes: dict[str, NodeInfo] = {}
         self._in_order = True
         self._view: NodeTable | None = None
+        self._resources: ByIdentity[NodeResources] = ByIdentity()
 
     def listing(self) -> list[K8sObject]:
         """Where a list puts its nodes (``list_into``)."""
@@ -34,7 +42,7 @@ class NodeStore:
 
     def replace(self, items: Iterable[K8sObject]) -> None:
         """A full list's nodes, slim already."""
-        fresh = {(row := node_info(node)).name: row for node in items}
+        fresh = {(row := node_info(node, self._resources_of)).name: row for node in items}
         with self._lock:
             self._nodes, self._in_order, self._view = fresh, False, None
 
@@ -54,8 +62,16 @@ class NodeStore:
                                 for field, value in metadata.items()}
         return kept
 
+    def _resources_of(self, node: K8sObject) -> NodeResources:
+        """``node_resources``, worked out once for the nodes that share their capacity and
+        allocatable objects (``_kept``): found by those objects' identities."""
+        status = node.get("status", {})
+        parts = (status.get("capacity"), status.get("allocatable"))
+        known = self._resources.get(parts)
+        return self._resources.put(parts, node_resources(node)) if known is None else known
+
     def upsert(self, node: K8sObject) -> None:
-        row = node_info(self._kept(slim_node(node)))
+        row = node_info(self._kept(slim_node(node)), self._resources_of)
         with self._lock:
             # replacing a known node keeps its place; only a new one spoils the order
             self._in_order = self._in_order and row.name in self._nodes

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from bot.clusters.sources import WatchSource
+from scoring.nodetable import node_info
 from tests.kubeapi import FakeKubeAPI, status_body
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import eventually
@@ -420,6 +421,31 @@ def test_the_nodes_of_a_pool_share_their_parts_but_not_their_labels() -> None:
     assert [node["metadata"]["labels"]["kubernetes.io/hostname"] for node in kept[1]] == \
         ["gpu-0", "gpu-1", "gpu-2"]
     assert kept[1] == whole(as_page(pool), NODES)
+
+
+def test_the_nodes_of_a_pool_share_their_resources_row_a_node_unlike_them_has_its_own() -> None:
+    base = json.loads((SEVEN / "nodes.json").read_text())["items"][0]
+    nodes = []
+    for number in range(4):
+        node = copy.deepcopy(base)
+        node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = \
+            f"gpu-{number}"
+        if number == 2:
+            node["status"]["allocatable"]["cpu"] = "31500m"  # the kubelet reserves more
+        nodes.append(node)
+    store = NodeStore()
+    kept = store.slim.kept_page(NODES, as_page(nodes))
+    assert kept is not None
+    store.replace(kept[1][:3])
+    store.upsert(nodes[3])  # a node an event brings joins its pool's row too
+    rows = store.view()[1]
+    assert [row.name for row in rows] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    assert rows == tuple(node_info(row.raw) for row in rows)  # each its own node's
+    for other in (rows[1], rows[3]):
+        assert other.capacity is rows[0].capacity
+        assert other.allocatable is rows[0].allocatable
+    assert rows[2].allocatable["cpu"] == 31 != rows[0].allocatable["cpu"]
+    assert rows[2].resources != rows[0].resources
 
 
 ODD_NODE_FIELDS = {
