@@ -84,11 +84,18 @@ class PodStore:
                    for node, listed in listing.on_node.items()}
         requested: dict[str, Amounts] = {}
         holdings: dict[str, Holdings] = {}
+        # nodes running as many pods of each kind have the same sums and holdings (a pool's
+        # nodes: the same daemonsets, one workload pod): worked out once, shared (read only)
+        alike: dict[tuple[object, ...], tuple[Amounts, Holdings]] = {}
         for node_name, kinds in listing.kinds_on.items():
-            total, held = _summed(kinds)
-            requested[node_name] = self._sums(total)
-            if held:
-                holdings[node_name] = held
+            counts = tuple((kind, count) for kind, (_, (count,)) in kinds.items())
+            known = alike.get(counts)
+            if known is None:
+                total, held = _summed(kinds)
+                known = alike[counts] = self._sums(total), held
+            requested[node_name] = known[0]
+            if known[1]:
+                holdings[node_name] = known[1]
         with self._lock:
             self._pods, self._by_node, self._requested = listing.pods, by_node, requested
             self._rows, self._hami = {}, {}  # a new list: new copies, rows built as asked for

@@ -280,6 +280,29 @@ def test_pods_of_a_kind_share_their_spec_labels_and_owners_but_not_their_node() 
     assert kept[1] == whole(as_page(replicas))
 
 
+def test_nodes_running_alike_pods_share_their_sums_and_holdings() -> None:
+    base = json.loads((SEVEN / "pods.json").read_text())["items"][0]
+    pods = []
+    for number, node in enumerate(("node-a", "node-b", "node-c", "node-c")):
+        pod = copy.deepcopy(base)
+        pod["metadata"]["name"] = f"replica-{number}"
+        pod["spec"]["nodeName"] = node
+        pod["spec"]["containers"] = [{"name": "a", "resources": {"requests": {
+            "cpu": "1", "nvidia.com/gpu": "2"}}}]
+        pods.append(pod)
+    store = PodStore()
+    kept = store.slim.kept_page(PODS, as_page(pods))
+    assert kept is not None
+    store.replace(kept[1])
+    _, requested, holdings = store.by_node_view()
+    namespace = base["metadata"]["namespace"]
+    assert holdings["node-a"] == {namespace: {"nvidia.com/gpu": (2, 1)}}
+    assert holdings["node-c"] == {namespace: {"nvidia.com/gpu": (4, 2)}}
+    assert requested["node-c"]["nvidia.com/gpu"] == 2 * requested["node-a"]["nvidia.com/gpu"]
+    assert holdings["node-b"] is holdings["node-a"]
+    assert requested["node-b"] is requested["node-a"]
+
+
 # (field path, value; None: the field is left out) a pod may differ in from the one before it
 NEXT_POD_CHANGES = {
     "unbound": (("spec", "nodeName"), None),
