@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -54,18 +54,19 @@ class Alike(Generic[T]):
     stores' objects share their equal parts (read and never changed)."""
 
     def __init__(self) -> None:
-        self._known: dict[bytes, T] = {}
+        self._known: dict[Hashable, T] = {}
 
     def __call__(self, value: T) -> T:
         key = encode(value)
         known = self._known.get(key)
         return self.put(key, value) if known is None else known
 
-    def get(self, key: bytes) -> T | None:
-        """The value known by this JSON (a list page's own bytes of it: nothing to encode)."""
+    def get(self, key: Hashable) -> T | None:
+        """The value known by this JSON (a list page's own bytes of it: nothing to encode),
+        or by another key that tells it apart (a pod's phase and startTime)."""
         return self._known.get(key)
 
-    def put(self, key: bytes, value: T) -> T:
+    def put(self, key: Hashable, value: T) -> T:
         if len(self._known) >= MAX_SHARED_SPECS:
             self._known.clear()
         self._known[key] = value
@@ -352,7 +353,7 @@ class SharedPods(_SharedItems):
         instead of the others (``trim_pod``). Pods started in the same second share one."""
         phase, started = status.phase, status.startTime
         if started and type(phase) is str and type(started) is str:
-            key = f"{phase}\0{started}".encode()
+            key = phase, started
             known = self._statuses.get(key)
             if known is not None:
                 return known

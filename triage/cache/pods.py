@@ -9,6 +9,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from decimal import Decimal
+from operator import itemgetter
 
 from scoring.hami import Usage, device_usage
 from scoring.objects import K8sObject, is_terminated, object_key
@@ -25,6 +26,7 @@ HamiUsageOn = Callable[[str, tuple[K8sObject, ...]], Mapping[str, Usage] | None]
 _OWN_FIELDS = frozenset({"metadata", "spec"})
 _ALIKE_METADATA = frozenset({"labels", "ownerReferences", "annotations"})
 _REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")  # see sum_requests
+_KEY = itemgetter(0)  # of a (key, pod) pair
 
 
 class PodStore:
@@ -80,7 +82,7 @@ class PodStore:
         else:
             listing = self.listing()
             listing.extend(items)
-        by_node = {node: tuple(pod for _, pod in sorted(listed, key=_first))
+        by_node = {node: tuple(pod for _, pod in sorted(listed, key=_KEY))
                    for node, listed in listing.on_node.items()}
         requested: dict[str, Amounts] = {}
         holdings: dict[str, Holdings] = {}
@@ -333,10 +335,6 @@ def _request_fields(pod: K8sObject) -> tuple[object, ...]:
     """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
     spec = pod.get("spec") or {}
     return tuple(map(spec.get, _REQUEST_FIELDS))
-
-
-def _first(pair: tuple[tuple[str, str], K8sObject]) -> tuple[str, str]:
-    return pair[0]
 
 
 def _summed(kinds: Mapping[tuple[str, int], tuple[Amounts, list[int]]],
