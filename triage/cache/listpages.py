@@ -5,7 +5,8 @@ A workload's replicas and a daemonset's pods differ in little but their names, n
 times, a pool's nodes in little but their names, labels and times. ``ItemShape`` decodes
 every kept field of every item and the store then finds the shared ones by encoding them
 again; here msgspec hands over the shared fields undecoded (a ``Raw`` slice of the page), so
-a field seen before is one dictionary lookup by those bytes and only a new one is decoded.
+a field seen before is one dictionary lookup by those bytes and only a new one is decoded
+(and the previous item's, which a list's next item of the same kind has, one comparison).
 The items are those the store's ``ItemShape`` keeps (the same fields and values, as
 ``tests/triage/cluster/test_pages.py`` checks on every recorded scenario); a page whose fields
 have other JSON types than these, or than triage reads (``triage.slim.POD_PARTS``,

@@ -259,16 +259,22 @@ def test_a_recorded_page_is_kept_as_each_whole_item_is(directory: Path,
         assert "lastHeartbeatTime" not in json.dumps(items)
 
 
-def test_pods_of_a_kind_share_their_spec_labels_and_owners_but_not_their_node() -> None:
+def replicas(count: int) -> list[dict[str, Any]]:
+    """``count`` pods of one ReplicaSet, each on a node of its own: node-0, node-1, ..."""
     base = json.loads((SEVEN / "pods.json").read_text())["items"][0]
-    replicas = []
-    for number in range(3):
+    made = []
+    for number in range(count):
         pod = copy.deepcopy(base)
         pod["metadata"]["name"] = f"replica-{number}"
         pod["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs", "uid": "u"}]
         pod["spec"]["nodeName"] = f"node-{number}"
-        replicas.append(pod)
-    kept = PodStore().slim.kept_page(PODS, as_page(replicas))
+        made.append(pod)
+    return made
+
+
+def test_pods_of_a_kind_share_their_spec_labels_and_owners_but_not_their_node() -> None:
+    pods = replicas(3)
+    kept = PodStore().slim.kept_page(PODS, as_page(pods))
     assert kept is not None
     first, *others = kept[1]
     assert [pod["spec"]["nodeName"] for pod in kept[1]] == ["node-0", "node-1", "node-2"]
@@ -277,7 +283,7 @@ def test_pods_of_a_kind_share_their_spec_labels_and_owners_but_not_their_node() 
         assert other["metadata"]["labels"] is first["metadata"]["labels"]
         assert other["metadata"]["ownerReferences"] is first["metadata"]["ownerReferences"]
         assert other["spec"] is not first["spec"]
-    assert kept[1] == whole(as_page(replicas))
+    assert kept[1] == whole(as_page(pods))
 
 
 def test_nodes_running_alike_pods_share_their_sums_and_holdings() -> None:
@@ -318,14 +324,8 @@ NEXT_POD_CHANGES = {
 
 @pytest.mark.parametrize("label", sorted(NEXT_POD_CHANGES))
 def test_a_pod_unlike_the_one_before_it_in_one_field_keeps_its_own(label: str) -> None:
-    base = json.loads((SEVEN / "pods.json").read_text())["items"][0]
-    pods = []
-    for number in range(4):
-        pod = copy.deepcopy(base)
-        pod["metadata"]["name"] = f"replica-{number}"
-        pod["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": "rs", "uid": "u"}]
-        pod["spec"]["nodeName"] = f"node-{number}"
-        pods.append(with_field(pod, *NEXT_POD_CHANGES[label]) if number == 2 else pod)
+    pods = replicas(4)
+    with_field(pods[2], *NEXT_POD_CHANGES[label])
     kept = PodStore().slim.kept_page(PODS, as_page(pods))
     assert kept is not None
     assert kept[1] == whole(as_page(pods))
@@ -423,17 +423,23 @@ def test_the_watch_cache_keeps_odd_pods_as_whole_pods_and_answers(tmp_path: Path
             source.stop()
 
 
-def test_the_nodes_of_a_pool_share_their_parts_but_not_their_labels() -> None:
+def pool(count: int) -> list[dict[str, Any]]:
+    """``count`` nodes of one pool, gpu-0, gpu-1, ..., each with its own heartbeats."""
     base = json.loads((SEVEN / "nodes.json").read_text())["items"][0]
-    pool = []
-    for number in range(3):
+    made = []
+    for number in range(count):
         node = copy.deepcopy(base)
         node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = \
             f"gpu-{number}"
         for condition in node["status"]["conditions"]:
             condition["lastHeartbeatTime"] = f"2026-11-30T12:5{number}:00Z"
-        pool.append(node)
-    kept = NodeStore().slim.kept_page(NODES, as_page(pool))
+        made.append(node)
+    return made
+
+
+def test_the_nodes_of_a_pool_share_their_parts_but_not_their_labels() -> None:
+    nodes = pool(3)
+    kept = NodeStore().slim.kept_page(NODES, as_page(nodes))
     assert kept is not None
     first, *others = kept[1]
     for other in others:
@@ -443,19 +449,12 @@ def test_the_nodes_of_a_pool_share_their_parts_but_not_their_labels() -> None:
         assert other["metadata"]["labels"] is not first["metadata"]["labels"]
     assert [node["metadata"]["labels"]["kubernetes.io/hostname"] for node in kept[1]] == \
         ["gpu-0", "gpu-1", "gpu-2"]
-    assert kept[1] == whole(as_page(pool), NODES)
+    assert kept[1] == whole(as_page(nodes), NODES)
 
 
 def test_the_nodes_of_a_pool_share_their_resources_row_a_node_unlike_them_has_its_own() -> None:
-    base = json.loads((SEVEN / "nodes.json").read_text())["items"][0]
-    nodes = []
-    for number in range(4):
-        node = copy.deepcopy(base)
-        node["metadata"]["name"] = node["metadata"]["labels"]["kubernetes.io/hostname"] = \
-            f"gpu-{number}"
-        if number == 2:
-            node["status"]["allocatable"]["cpu"] = "31500m"  # the kubelet reserves more
-        nodes.append(node)
+    nodes = pool(4)
+    nodes[2]["status"]["allocatable"]["cpu"] = "31500m"  # the kubelet reserves more there
     store = NodeStore()
     kept = store.slim.kept_page(NODES, as_page(nodes))
     assert kept is not None
