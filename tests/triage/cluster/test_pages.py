@@ -199,6 +199,7 @@ def test_pods_indexed_page_by_page_are_the_pods_indexed_at_once(directory: Path,
                                       page_size=2, keep=paged.slim, ahead=True)
         items, _ = reader.list_all(PODS, field_selector=NON_TERMINATED, page_size=500,
                                    keep=at_once.slim)
+    assert json.dumps(list(listing)) == json.dumps(items)  # the pods listed, in list order
     paged.replace(listing)
     at_once.replace(items)
     assert len(paged) == len(at_once) > 0
