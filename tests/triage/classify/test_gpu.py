@@ -1,11 +1,13 @@
 """GPUs as extended resources, read as whole sentences: an exhausted node the scheduler has
-nominated for the pod (nobody, one or two pods leaving), and a node that publishes its GPUs
-only through DRA.
+nominated for the pod (nobody, one or two pods leaving), a node that publishes its GPUs only
+through DRA, pools grown to more nodes than an answer names, and pods asking two GPU
+resources of which a node lacks, offers none of or has too few of one.
 
 seven-states' research/full (1 nvidia.com/gpu, nodeSelector pool=a10-full: gpu-a10-full, 2
-GPUs held by ml/train-a and team-b/train-b; team-b/crashed and team-b/done finished there) and
-dra-basics' serving/legacy-gpu (a device-plugin request on a cluster of DRA nodes), changed the
-way kube-scheduler and the cluster would change them.
+GPUs held by ml/train-a and team-b/train-b; team-b/crashed and team-b/done finished there),
+its other pending pods, funnel-edges' lab/mig-pod and dra-basics' serving/legacy-gpu (a
+device-plugin request on a cluster of DRA nodes), changed the way kube-scheduler and the
+cluster would change them.
 """
 
 from __future__ import annotations
@@ -126,6 +128,39 @@ def test_two_gpu_resources_both_too_large() -> None:
     assert _evidence(verdict)[:2] == [
         ("Pod lab/mig-pod", "effective request nvidia.com/gpu", "2"),
         ("Node/gpu-mig-1", "status.allocatable[nvidia.com/gpu]", short)]
+
+
+@pytest.mark.parametrize(("gpus", "slices", "second_node", "sentence", "evidence"), [
+    ("1", "8", None, "8 nvidia.com/mig-1g.10gb: the largest is gpu-mig-1 with 7",
+     [("Pod lab/mig-pod", "effective request nvidia.com/mig-1g.10gb", "8"),
+      ("Node/gpu-mig-1", "status.allocatable[nvidia.com/mig-1g.10gb]",
+       "nvidia.com/mig-1g.10gb allocatable 7 < request 8")]),
+    ("2", "7", {"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "4"},
+     "2 nvidia.com/gpu: the largest is gpu-mig-1 with 1",
+     [("Pod lab/mig-pod", "effective request nvidia.com/gpu", "2"),
+      ("Node/gpu-mig-1", "status.allocatable[nvidia.com/gpu]",
+       "nvidia.com/gpu allocatable 1 < request 2"),
+      ("Node/gpu-mig-1-2", "status.allocatable[nvidia.com/mig-1g.10gb]",
+       "nvidia.com/mig-1g.10gb allocatable 4 < request 7")]),
+])
+def test_too_large_speaks_of_a_resource_the_nodes_are_short_of(
+        gpus: str, slices: str, second_node: dict[str, str] | None, sentence: str,
+        evidence: list[tuple[str, str, str]]) -> None:
+    """gpu-mig-1 has 1 GPU and 7 slices. A pod asking 1 GPU and 8 slices is too large for
+    its slices alone. With a second node in pool mig, gpu-mig-1-2 (4 GPUs, 4 slices), a pod
+    asking 2 + 7 is too large for gpu-mig-1's GPUs and for gpu-mig-1-2's slices: gpu-mig-1-2's
+    4 GPUs are not the largest short of GPUs."""
+    lists = _mig_pod(gpus, slices)
+    if second_node is not None:
+        _, name = _pool_grows(lists, "gpu-mig-1", 1)
+        for section in ("capacity", "allocatable"):
+            find(lists["nodes"], name)["status"][section].update(second_node)
+    verdict = _answer(lists, "lab/mig-pod")
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        f"no node you can use has {sentence}. Split the job or get a bigger node (or access to"
+        " one); waiting never helps.")
+    assert _evidence(verdict)[:len(evidence)] == evidence
 
 
 def test_a_node_without_the_second_resource_names_that_one() -> None:
@@ -309,6 +344,29 @@ def test_four_excluded_nodes_with_enough_name_three() -> None:
          "nvidia.com/gpu allocatable 4 < request 8")]
 
 
+@pytest.mark.parametrize(("second_mig_node", "excluded"), [
+    (False, ""),
+    (True, " gpu-mig-1-2 has enough but is excluded (selector-mismatch: unmatched pool=mig)."),
+])
+def test_an_excluded_node_has_enough_only_with_every_resource(
+        second_mig_node: bool, excluded: str) -> None:
+    """lab/mig-pod asks 2 nvidia.com/gpu and 1 nvidia.com/mig-1g.10gb: gpu-mig-1 has 1 GPU.
+    cp-1, gpu-a100-2, gpu-cordoned ... have 2 or 4 GPUs and no MIG slice: not enough. A
+    second MIG node, in pool mig-b, with 2 GPUs and 7 slices is."""
+    lists = _mig_pod("2", "1")
+    if second_mig_node:
+        _, name = _pool_grows(lists, "gpu-mig-1", 1)
+        node = find(lists["nodes"], name)
+        node["metadata"]["labels"]["pool"] = "mig-b"
+        for section in ("capacity", "allocatable"):
+            node["status"][section]["nvidia.com/gpu"] = "2"
+    verdict = _answer(lists, "lab/mig-pod")
+    assert (verdict.cause, verdict.action) == (
+        "too-large",
+        f"no node you can use has 2 nvidia.com/gpu: the largest is gpu-mig-1 with 1.{excluded}"
+        " Split the job or get a bigger node (or access to one); waiting never helps.")
+
+
 def test_six_nodes_without_the_device_plugin() -> None:
     """research/no-plugin's pool t4-noplugin grows to six nodes; the fourth has no GFD labels
     (gpu-feature-discovery not running there either)."""
@@ -375,6 +433,8 @@ def test_allocatable_zero_names_only_the_resources_offered_none(
         "allocatable-zero",
         f"gpu-mig-1: {detail}. The GPUs exist but the node offers none: repair the node (driver,"
         " device plugin, validator); adding nodes won't help.")
+    assert _evidence(verdict)[0] == (
+        "Node/gpu-mig-1", f"status.allocatable[{zero[0]}]", detail)
     assert {n.name: n.detail for n in verdict.nodes}["gpu-mig-1"] == detail
 
 

@@ -52,7 +52,7 @@ def explain_no_gpu_node(subject: Subject, dropped: Dropped) -> Finding:
     inventory = subject.dra_inventory
     published = [n.name for n, _ in dropped[:5] if any(
         d.driver in inventory.gpu_drivers for d in inventory.devices_for(n))]
-    dra = (f" {', '.join(published[:5])} publish{'es' if len(published) == 1 else ''} GPUs "
+    dra = (f" {', '.join(published)} publish{'es' if len(published) == 1 else ''} GPUs "
            "only as DRA devices (ResourceSlices): ask for them through a ResourceClaim "
            "instead." if published else "")
     return Finding(Cause.NO_GPU_NODE,
@@ -68,40 +68,57 @@ def drop_allocatable_zero(subject: Subject, node: NodeInfo) -> str | None:
     allocatable = node.allocatable
     if all(map(allocatable.get, subject.gpu)):
         return None
+    return ", ".join(f"{r} capacity {node.capacity.get(r)}, allocatable 0"
+                     for r in _offered_none(subject, node)) or None
+
+
+def _offered_none(subject: Subject, node: NodeInfo) -> list[str]:
+    """The pod's GPU resources a device plugin must meet that the node offers none of."""
     asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
-    zero = [r for r in asked if not allocatable.get(r)]
-    return ", ".join(f"{r} capacity {node.capacity.get(r)}, allocatable 0" for r in zero) or None
+    return [r for r in asked if not node.allocatable.get(r)]
 
 
 def explain_allocatable_zero(subject: Subject, dropped: Dropped) -> Finding:
+    # the field of the first resource the node offers none of (a node may offer the pod's
+    # first resource, not its second)
     return Finding(Cause.ALLOCATABLE_ZERO,
                    f"{'; '.join(f'{n.name}: {why}' for n, why in dropped)}. The GPUs exist "
                    "but the node offers none: repair the node (driver, device plugin, validator); "
                    "adding nodes won't help.",
-                   [Evidence(f"Node/{n.name}", f"status.allocatable[{primary(subject)}]",
-                             why) for n, why in dropped[:5]])
+                   [Evidence(f"Node/{n.name}",
+                             f"status.allocatable[{_offered_none(subject, n)[0]}]", why)
+                    for n, why in dropped[:5]])
 
 
 def drop_too_large(subject: Subject, node: NodeInfo) -> str | None:
     allocatable = node.allocatable
+    return ", ".join(f"{r} allocatable {allocatable.get(r, 0)} < request {subject.gpu[r]}"
+                     for r in _too_small(subject, node)) or None
+
+
+def _too_small(subject: Subject, node: NodeInfo) -> list[str]:
+    """The pod's GPU resources a device plugin must meet on the node that its allocatable
+    has fewer of than the pod asks."""
+    allocatable = node.allocatable
     asked = _by_device_plugin(subject, node) if subject.extended_dra else subject.gpu
-    short = [f"{r} allocatable {allocatable.get(r, 0)} < request {n}"
-             for r, n in asked.items() if allocatable.get(r, 0) < n]
-    return ", ".join(short) if short else None
+    return [r for r, n in asked.items() if allocatable.get(r, 0) < n]
 
 
 def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
-    resource, request = primary(subject), subject.gpu[primary(subject)]
-    largest = max(dropped, key=lambda d: d[0].allocatable.get(resource, 0))
+    # what the first node is too small for (a node may have enough of the pod's first
+    # resource and too little of its second), and the largest node too small for it
+    resource = _too_small(subject, dropped[0][0])[0]
+    request = subject.gpu[resource]
+    largest = max((d for d in dropped if d[0].allocatable.get(resource, 0) < request),
+                  key=lambda d: d[0].allocatable.get(resource, 0))
     reports = list(subject.reports.values())
     ruled_out = compress(reports, map(RULED_OUT.__contains__, map(_outcome, reports)))
     # the first three named (the rest picked in C: a report per node of 100,000)
-    big_elsewhere = list(islice((r for r in ruled_out
-                                 if _allocatable(subject, r.name, resource) >= request), 3))
+    big_elsewhere = list(islice((r for r in ruled_out if _has_enough(subject, r.name)), 3))
     blocked = ""
     if big_elsewhere:
         blocked = " " + "; ".join(f"{r.name} has enough but is excluded ({r.outcome}: {r.detail})"
-                                  for r in big_elsewhere[:3]) + "."
+                                  for r in big_elsewhere) + "."
     return Finding(Cause.TOO_LARGE,
                    f"no node you can use has {request} {resource}: the largest is "
                    f"{largest[0].name} with "
@@ -109,7 +126,8 @@ def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
                    "the job or get a bigger node (or access to one); waiting never helps.",
                    [Evidence(f"Pod {subject.label}", f"effective request {resource}",
                              str(request))]
-                   + [Evidence(f"Node/{n.name}", f"status.allocatable[{resource}]", why)
+                   + [Evidence(f"Node/{n.name}",
+                               f"status.allocatable[{_too_small(subject, n)[0]}]", why)
                       for n, why in dropped[:5]])
 
 
@@ -118,9 +136,12 @@ RULED_OUT = frozenset({Cause.SELECTOR_MISMATCH.value, Cause.TAINT_UNTOLERATED.va
 _outcome = attrgetter("outcome")
 
 
-def _allocatable(subject: Subject, name: str, resource: str) -> int:
+def _has_enough(subject: Subject, name: str) -> bool:
+    """The node would meet every GPU request of the pod were it empty (a pod asking two
+    resources needs both: enough of its first alone is not enough)."""
     node = subject.rows.node(name)
-    return node.allocatable.get(resource, 0) if node is not None else 0
+    return node is not None and all(node.allocatable.get(r, 0) >= n
+                                    for r, n in subject.gpu.items())
 
 
 def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
