@@ -135,7 +135,7 @@ def test_two_gpu_resources_both_too_large() -> None:
      [("Pod lab/mig-pod", "effective request nvidia.com/mig-1g.10gb", "8"),
       ("Node/gpu-mig-1", "status.allocatable[nvidia.com/mig-1g.10gb]",
        "nvidia.com/mig-1g.10gb allocatable 7 < request 8")]),
-    ("2", "7", {"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "4"},
+    ("2", "7", {"nvidia.com/gpu": "2", "nvidia.com/mig-1g.10gb": "4"},
      "2 nvidia.com/gpu: the largest is gpu-mig-1 with 1",
      [("Pod lab/mig-pod", "effective request nvidia.com/gpu", "2"),
       ("Node/gpu-mig-1", "status.allocatable[nvidia.com/gpu]",
@@ -147,9 +147,9 @@ def test_too_large_speaks_of_a_resource_the_nodes_are_short_of(
         gpus: str, slices: str, second_node: dict[str, str] | None, sentence: str,
         evidence: list[tuple[str, str, str]]) -> None:
     """gpu-mig-1 has 1 GPU and 7 slices. A pod asking 1 GPU and 8 slices is too large for
-    its slices alone. With a second node in pool mig, gpu-mig-1-2 (4 GPUs, 4 slices), a pod
-    asking 2 + 7 is too large for gpu-mig-1's GPUs and for gpu-mig-1-2's slices: gpu-mig-1-2's
-    4 GPUs are not the largest short of GPUs."""
+    its slices alone. With a second node in pool mig, gpu-mig-1-2 (2 GPUs, 4 slices), a pod
+    asking 2 + 7 is too large for gpu-mig-1's GPUs and for gpu-mig-1-2's slices: gpu-mig-1-2,
+    with the 2 GPUs asked, is not the largest node short of GPUs."""
     lists = _mig_pod(gpus, slices)
     if second_node is not None:
         _, name = _pool_grows(lists, "gpu-mig-1", 1)
@@ -233,19 +233,25 @@ def _pod_like(lists: Lists, model: str, name: str, node: str, gpus: int = 1) -> 
     return pod
 
 
-def test_six_full_nodes_name_three_and_their_finished_pods() -> None:
+@pytest.mark.parametrize(("finished", "named"), [
+    # a CPU-only pod on the second node, three more GPU pods on the third: four named
+    ({2: [("cpu-done", 0)], 3: [("done-3a", 1), ("done-3b", 1), ("done-3c", 1)]},
+     "team-b/crashed and team-b/done and team-b/done-3a and team-b/done-3b"),
+    ({4: [("done-4", 1)]}, "team-b/crashed and team-b/done"),  # past the three named
+])
+def test_six_full_nodes_name_three_and_their_finished_pods(
+        finished: dict[int, list[tuple[str, int]]], named: str) -> None:
     """research/full's pool a10-full grows to six nodes, each held by a train-a and a train-b
-    like the first. Finished pods: a CPU-only one on the second node, three more GPU ones on
-    the third, one on the fourth (past the three the action names)."""
+    like the first (where team-b/crashed and team-b/done finished); more pods finish on the
+    n-th node."""
     lists = load_lists("seven-states")
     names = _pool_grows(lists, "gpu-a10-full", 5)
     for number, node in enumerate(names[1:], start=2):
         _pod_like(lists, "ml/train-a", f"train-a-{number}", node)
         _pod_like(lists, "team-b/train-b", f"train-b-{number}", node)
-    _pod_like(lists, "team-b/done", "cpu-done", names[1], gpus=0)
-    for name in ("done-3a", "done-3b", "done-3c"):
-        _pod_like(lists, "team-b/done", name, names[2])
-    _pod_like(lists, "team-b/done", "done-4", names[3])
+    for number, pods in finished.items():
+        for name, gpus in pods:
+            _pod_like(lists, "team-b/done", name, names[number - 1], gpus)
     verdict = _answer(lists, "research/full")
 
     def held(number: int) -> str:
@@ -255,9 +261,8 @@ def test_six_full_nodes_name_three_and_their_finished_pods() -> None:
     assert (verdict.cause, verdict.action) == (
         "exhausted",
         "; ".join(f"{names[n - 1]} has {held(n)}" for n in (1, 2, 3))
-        + " (team-b/crashed and team-b/done and team-b/done-3a and team-b/done-3b are finished"
-        " and hold nothing). Wait for them to finish, or relax nodeSelector pool=a10-full:"
-        " gpu-a100-1 has 2 free; or add capacity.")
+        + f" ({named} are finished and hold nothing). Wait for them to finish, or relax"
+        " nodeSelector pool=a10-full: gpu-a100-1 has 2 free; or add capacity.")
     assert _evidence(verdict) == [
         (f"Node/{names[n - 1]}", "status.allocatable[nvidia.com/gpu] − requests", held(n))
         for n in range(1, 6)] + [
