@@ -15,7 +15,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from scoring.objects import K8sObject, is_terminated
-from triage.slim import NODE_PARTS, SLIM_NODE, SLIM_POD, slim, sound, trim_pod
+from triage.slim import NODE_PARTS, SLIM_NODE, slim, sound, trim_pod
 
 if TYPE_CHECKING:
     from triage.cluster.resources import Resource
@@ -101,19 +101,6 @@ def with_kind(resource: Resource, items: Iterable[K8sObject]) -> list[K8sObject]
 def slim_nodes() -> ItemShape:
     """What a list keeps of each node (the watch cache, a cold read): SLIM_NODE."""
     return ItemShape("Node", SLIM_NODE, lambda node: sound(node, NODE_PARTS))
-
-
-@cache
-def slim_pods() -> ItemShape:
-    """What a list keeps of each pod: SLIM_POD with only the annotations that record device
-    allocations; of a finished pod, nothing."""
-    return kept_pods(lambda small: small)
-
-
-def kept_pods(keep: Callable[[K8sObject], K8sObject]) -> ItemShape:
-    """``slim_pods``, each pod kept passed through ``keep`` as its page arrives (the watch
-    cache's store: its pods share what they have alike before the page goes)."""
-    return ItemShape("Pod", SLIM_POD, finished_pods(keep))
 
 
 def finished_pods(keep: Callable[[K8sObject], K8sObject],

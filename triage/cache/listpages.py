@@ -285,9 +285,10 @@ class _SharedItems(ItemShape):
 
 
 class SharedPods(_SharedItems):
-    """``kept_pods(keep)``: the items of a page decoded into the kept pods, their shared parts
-    (spec less its node, labels, owners, annotations) one object each, shared with the pods
-    ``keep`` keeps (``alike``: the store's map of them by their JSON)."""
+    """SLIM_POD's ItemShape, each kept pod passed through ``keep``: the items of a page
+    decoded into the kept pods, their shared parts (spec less its node, labels, owners,
+    annotations) one object each, shared with the pods ``keep`` keeps (``alike``: the
+    store's map of them by their JSON)."""
 
     def __init__(self, keep: Callable[[K8sObject], K8sObject],
                  alike: Callable[[object], object]) -> None:

@@ -15,7 +15,7 @@ from bot.clusters.sources import LiveSource, SnapshotSource
 from scoring.objects import is_terminated, object_key
 from tests.kubeapi import FakeKubeAPI, status_body
 from tests.paths import FIXTURES
-from tests.triage.cluster.conftest import by_name, ref_of
+from tests.triage.cluster.conftest import by_name, ready_cache, ref_of
 from triage.cluster import load_api_client, read_snapshot
 from triage.cluster import read as cold
 from triage.pods import merge_pods
@@ -109,6 +109,30 @@ def test_live_snapshot_holds_the_dumped_objects(client: ApiClient, ref: str, quo
     assert live.runtimeclasses == (dump.runtimeclasses if runtime_classes else [])
     for obj in live.workloads + live.events:
         assert obj in dump.workloads + dump.events
+
+
+RECORDED = sorted(d for folder in ("scenarios", "scenarios-extra")
+                  for d in (FIXTURES / folder).iterdir() if (d / "pods.json").exists())
+
+
+@pytest.mark.parametrize("directory", RECORDED, ids=lambda d: f"{d.parent.name}/{d.name}")
+def test_a_cold_read_keeps_of_each_pod_what_the_dump_and_the_watch_cache_keep(
+        directory: Path, tmp_path: Path) -> None:
+    """Listed (in pages of two: a kind's parts shared across pages) or read node by node,
+    each non-terminated pod is kept with every field and value slim keeps of the dumped pod,
+    in the API server's order, as the watch cache keeps it (to its keys' order)."""
+    dump = Snapshot.from_dir(directory)
+    running = sorted((slim_pod(p) for p in dump.pods if not is_terminated(p)), key=object_key)
+    with FakeKubeAPI(directory) as server:
+        client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
+        listed = read_snapshot(client, ref_of("nobody/absent"), page_size=2).pods
+        on_nodes = cold.read_pods_on(cold.ClusterReader(client), sorted(
+            {name for p in running if (name := p["spec"].get("nodeName"))}), page_size=2)
+        with ready_cache(server, tmp_path) as source:
+            cached = sorted(source.cache.all_pods(), key=object_key)
+    assert listed == running  # kubectl's key order, the dump's own where it has another
+    assert json.dumps(listed) == json.dumps(cached)
+    assert sorted(on_nodes, key=object_key) == [p for p in running if p["spec"].get("nodeName")]
 
 
 def test_fetched_pods_replace_listed_ones_in_place_or_join_at_the_end() -> None:
