@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.clusters.sources import LiveSource
 from tests.kubeapi import FakeKubeAPI
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import SEVEN, ready_cache, ref_of
@@ -83,6 +84,19 @@ def test_a_cold_reads_snapshot_is_freed_after_its_answer(scenario: Path, ref: st
         client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
         assert answer_cold(client, ref_of(ref), answer)
     assert read and all(snapshot() is None for snapshot in read)
+
+
+@pytest.mark.usefixtures("collector_off")
+def test_a_one_shot_triage_keeps_its_read_until_the_process_ends(tmp_path: Path) -> None:
+    """`gpuwhy triage` answers once and ends without a teardown: its Snapshot is kept rather
+    than freed object by object after the answer; a source that answers again frees it."""
+    with FakeKubeAPI(SEVEN) as server:
+        client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
+        once, serving = LiveSource(api_client=client, one_shot=True), LiveSource(api_client=client)
+        for source in (once, serving):
+            assert source.triage(ref_of("research/tainted")).nodes
+    assert once.read is not None and once.read.pod("research", "tainted") is not None
+    assert serving.read is None
 
 
 @pytest.mark.parametrize(("scenario", "ref"), ANSWERS)
