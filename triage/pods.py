@@ -201,13 +201,40 @@ def effective_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
     return result
 
 
-def sum_requests(pods: Iterable[K8sObject]) -> dict[str, Decimal]:
-    """Effective requests per resource summed over ``pods``, and their number as "pods"."""
+# What ``effective_requests`` reads of a spec: pods whose fields these are one kind of pod.
+REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
+# A kind's effective requests by the identities of its REQUEST_FIELDS, held with those objects
+# so an identity is never another object's; MAX_KINDS of them at most.
+KindRequests = dict[tuple[int, ...], tuple[dict[str, Decimal], tuple[object, ...]]]
+MAX_KINDS = 10_000
+
+
+def sum_requests(pods: Iterable[K8sObject], kinds: KindRequests | None = None,
+                 ) -> dict[str, Decimal]:
+    """Effective requests per resource summed over ``pods``, and their number as "pods".
+
+    With ``kinds``, the pods whose REQUEST_FIELDS are the very same objects have their
+    requests worked out once, remembered there across calls: the pods a list read keeps
+    share one object of each for their kind (``triage.cache.listpages``), where a dump's pods
+    share none and would only fill it.
+    """
     totals: dict[str, Decimal] = defaultdict(Decimal)
     count = 0
     for pod in pods:
         count += 1
-        for name, amount in effective_requests(pod.get("spec", {})).items():
+        spec = pod.get("spec", {})
+        if kinds is None:
+            requests = effective_requests(spec)
+        else:
+            parts = tuple(map(spec.get, REQUEST_FIELDS))
+            kind = tuple(map(id, parts))
+            found = kinds.get(kind)
+            if found is None:
+                if len(kinds) >= MAX_KINDS:
+                    kinds.clear()
+                found = kinds[kind] = (effective_requests(spec), parts)
+            requests = found[0]
+        for name, amount in requests.items():
             totals[name] += amount
     totals["pods"] = Decimal(count)
     return dict(totals)

@@ -24,7 +24,7 @@ from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.times import parse_rfc3339 as parse_rfc3339
 from scoring.times import rfc3339 as rfc3339
 from triage.dumpfile import DumpFileError, bulk_parse, read_list
-from triage.pods import Holdings, holders, namespace_holdings, sum_requests
+from triage.pods import Holdings, KindRequests, holders, namespace_holdings, sum_requests
 from triage.queues import QueueIndex
 from triage.slim import NODE_PARTS, POD_PARTS, sound
 
@@ -149,6 +149,10 @@ class Snapshot:
         return {}
 
     @cached_property
+    def _requests_by_kind(self) -> KindRequests | None:
+        return None  # each pod's requests worked out on its own, unless ``summing_by_kind``
+
+    @cached_property
     def _free_gpus_by_node(self) -> dict[tuple[str, str], int]:
         return {}  # filled lazily by ``free_gpus``
 
@@ -230,6 +234,13 @@ class Snapshot:
                 self.__dict__[name] = source.__dict__[name]  # a cached_property's own slot
         return self
 
+    def summing_by_kind(self) -> Snapshot:
+        """This Snapshot, its pods' requests worked out once per kind of pod (``sum_requests``
+        with kinds): for pods a list read keeps, whose kind's parts are one object each. At
+        150,000 pods of a few dozen kinds that halves the sums of every node's requests."""
+        self.__dict__["_requests_by_kind"] = {}  # a cached_property's own slot
+        return self
+
     @cached_property
     def dra_rows(self) -> DraRows:
         """The DRA objects as rows, built once."""
@@ -299,7 +310,8 @@ class Snapshot:
         """Sum of effective requests per resource over the node's non-terminated pods."""
         cached = self._requested_by_node.get(node_name)
         if cached is None:
-            cached = sum_requests(p for p in self.pods_on(node_name) if not is_terminated(p))
+            cached = sum_requests((p for p in self.pods_on(node_name) if not is_terminated(p)),
+                                  self._requests_by_kind)
             self._requested_by_node[node_name] = cached
         return cached
 

@@ -209,8 +209,9 @@ def _read_snapshot(reader: ClusterReader, ref: PodRef, page_size: int,
                             "problems": tuple(found.problems),
                             "read_at": rfc3339(datetime.now(UTC))}
     if pinned is None:
-        return Snapshot(**read)
-    return NodesReadSnapshot(**read, read_on=frozenset(pinned), fetched=tuple(found.pods))
+        return Snapshot(**read).summing_by_kind()
+    return NodesReadSnapshot(**read, read_on=frozenset(pinned), fetched=tuple(found.pods)
+                             ).summing_by_kind()
 
 
 def _read_more(reader: ClusterReader, snapshot: NodesReadSnapshot, missing: PodsNotRead,
@@ -221,12 +222,12 @@ def _read_more(reader: ClusterReader, snapshot: NodesReadSnapshot, missing: Pods
             added = read_pods_on(reader, [missing.node], page_size)
         return replace(snapshot, pods=[*snapshot.pods, *added],
                        read_on=snapshot.read_on | {missing.node}
-                       ).keeping_pod_free_indexes(snapshot)
+                       ).keeping_pod_free_indexes(snapshot).summing_by_kind()
     with bulk_parse(freeze=False):
         pods = _all_pods(reader, page_size)
     return Snapshot(**{f.name: getattr(snapshot, f.name) for f in fields(Snapshot)}
                     | {"pods": merge_pods(pods, snapshot.fetched)}
-                    ).keeping_pod_free_indexes(snapshot)
+                    ).keeping_pod_free_indexes(snapshot).summing_by_kind()
 
 
 def answer_cold(api_client: ApiClient, ref: PodRef, answer: Callable[[Snapshot], Answer],
@@ -265,7 +266,7 @@ def read_cluster(api_client: ApiClient, page_size: int = DEFAULT_PAGE_SIZE,
         nodes, pods = listing_nodes.result(), listing_pods.result()
     return Snapshot(nodes=nodes, pods=pods, dra=dra, queues=kueue,
                     cluster=cluster or reader.server, problems=tuple(problems),
-                    read_at=rfc3339(datetime.now(UTC)))
+                    read_at=rfc3339(datetime.now(UTC))).summing_by_kind()
 
 
 def _finished_pods_named(reader: ClusterReader, events: Iterable[K8sObject],

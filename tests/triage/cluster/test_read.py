@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from scoring.objects import is_terminated, object_key
 from tests.kubeapi import FakeKubeAPI, status_body
 from tests.paths import FIXTURES
 from tests.triage.cluster.conftest import by_name, ready_cache, ref_of
+from triage import pods
 from triage.cluster import load_api_client, read_snapshot
 from triage.cluster import read as cold
 from triage.pods import merge_pods
@@ -133,6 +135,33 @@ def test_a_cold_read_keeps_of_each_pod_what_the_dump_and_the_watch_cache_keep(
     assert listed == running  # kubectl's key order, the dump's own where it has another
     assert json.dumps(listed) == json.dumps(cached)
     assert sorted(on_nodes, key=object_key) == [p for p in running if p["spec"].get("nodeName")]
+
+
+def test_a_cold_read_works_out_each_kind_of_pods_requests_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three more replicas of ml/train-a (4 cpu, 32Gi, 1 GPU) scheduled on gpu-a100-1, as its
+    ReplicaSet would make them: five pods of one kind on the GPU nodes, two of their own."""
+    train = next(p for p in Snapshot.from_dir(SEVEN).pods if object_key(p) == ("ml", "train-a"))
+    with FakeKubeAPI(SEVEN) as server:
+        for replica in range(2, 5):
+            server.apply({**train, "metadata": {**train["metadata"], "name": f"train-a-{replica}",
+                                                "uid": f"train-a-{replica}"},
+                          "spec": {**train["spec"], "nodeName": "gpu-a100-1"}})
+        client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
+        live = read_snapshot(client, ref_of("nobody/absent"), page_size=2)
+    worked_out: list[object] = []
+    counted = pods.effective_requests
+    monkeypatch.setattr(pods, "effective_requests",
+                        lambda spec: worked_out.append(spec) or counted(spec))
+    sums = {node: live.requested_on(node) for node in ("gpu-a10-full", "gpu-a100-1")}
+    gi = Decimal(2 ** 30)
+    assert sums == {
+        "gpu-a10-full": {"cpu": Decimal(8), "memory": 64 * gi, "nvidia.com/gpu": Decimal(2),
+                         "pods": Decimal(2)},  # ml/train-a, team-b/train-b
+        # research/ok (8 cpu, 32Gi, 2 GPUs), research/no-request (2 cpu, 8Gi), three replicas
+        "gpu-a100-1": {"cpu": Decimal(22), "memory": 136 * gi, "nvidia.com/gpu": Decimal(5),
+                       "pods": Decimal(5)}}
+    assert len(worked_out) == 3  # train-a's kind, research/ok, research/no-request
 
 
 def test_fetched_pods_replace_listed_ones_in_place_or_join_at_the_end() -> None:
