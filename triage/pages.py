@@ -11,11 +11,10 @@ fit (a field of an unexpected JSON type, anything msgspec refuses) is parsed who
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from scoring.objects import K8sObject, is_terminated
-from triage.slim import NODE_PARTS, SLIM_NODE, slim, sound, trim_pod
+from triage.slim import slim, trim_pod
 
 if TYPE_CHECKING:
     from triage.cluster.resources import Resource
@@ -95,12 +94,6 @@ class ItemShape:
 def with_kind(resource: Resource, items: Iterable[K8sObject]) -> list[K8sObject]:
     """List items come without kind/apiVersion; add them, as kubectl does in its output."""
     return [{"apiVersion": resource.api_version, "kind": resource.kind, **item} for item in items]
-
-
-@cache
-def slim_nodes() -> ItemShape:
-    """What a list keeps of each node (the watch cache, a cold read): SLIM_NODE."""
-    return ItemShape("Node", SLIM_NODE, lambda node: sound(node, NODE_PARTS))
 
 
 def finished_pods(keep: Callable[[K8sObject], K8sObject],

@@ -9,13 +9,12 @@ from collections.abc import Callable, Iterable
 from scoring.nodetable import (
     NodeColumns,
     NodeInfo,
-    NodeResources,
     node_columns,
     node_info,
-    node_resources,
+    shared_resources,
 )
 from scoring.objects import K8sObject, object_key
-from triage.cache.listpages import Alike, ByIdentity, SharedNodes, interned_labels
+from triage.cache.listpages import Alike, SharedNodes, interned_labels
 from triage.slim import slim_node
 
 # the nodes, their node table, its rows by name and its columns (NodeStore.table)
@@ -34,7 +33,7 @@ class NodeStore:
         self._nodes: dict[str, NodeInfo] = {}
         self._in_order = True
         self._view: NodeTable | None = None
-        self._resources: ByIdentity[NodeResources] = ByIdentity()
+        self._resources_of = shared_resources()
 
     def listing(self) -> list[K8sObject]:
         """Where a list puts its nodes (``list_into``)."""
@@ -61,14 +60,6 @@ class NodeStore:
                                 self._alike(value) if field == "annotations" else value
                                 for field, value in metadata.items()}
         return kept
-
-    def _resources_of(self, node: K8sObject) -> NodeResources:
-        """``node_resources``, worked out once for the nodes that share their capacity and
-        allocatable objects (``_kept``): found by those objects' identities."""
-        status = node.get("status", {})
-        parts = (status.get("capacity"), status.get("allocatable"))
-        known = self._resources.get(parts)
-        return self._resources.put(parts, node_resources(node)) if known is None else known
 
     def upsert(self, node: K8sObject) -> None:
         row = node_info(self._kept(slim_node(node)), self._resources_of)

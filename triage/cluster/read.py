@@ -48,7 +48,7 @@ from kubernetes.client import ApiClient
 from scoring.nodes import node_name, selector_mismatches
 from scoring.objects import K8sObject, object_key
 from triage import queues
-from triage.cache.listpages import Alike, SharedPods
+from triage.cache.listpages import Alike, SharedNodes, SharedPods
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER
 from triage.cluster.groups import read_gangs, ref_gangs
 from triage.cluster.kueue import list_queues, read_position, read_queues, triage_queues
@@ -77,7 +77,6 @@ from triage.cluster.resources import (
 )
 from triage.dumpfile import bulk_parse
 from triage.gangs import group_name
-from triage.pages import slim_nodes
 from triage.pods import merge_pods
 from triage.refs import PodRef
 from triage.snapshot import WORKLOAD_KINDS, NodesReadSnapshot, PodsNotRead, Snapshot, rfc3339
@@ -165,8 +164,12 @@ def _all_pods(reader: ClusterReader, page_size: int) -> list[K8sObject]:
 
 
 def _all_nodes(reader: ClusterReader, page_size: int) -> list[K8sObject]:
-    """Every node, slim, its pages read ahead as the pods' are."""
-    return reader.list_all(NODES, page_size=page_size, keep=slim_nodes(), ahead=True)[0]
+    """Every node, slim, its pages read ahead as the pods' are, kept as the watch cache
+    keeps them: what a pool's nodes have alike (spec, capacity, allocatable, conditions,
+    runtime handlers, annotations) one object, which the node table reads once."""
+    alike: Alike[object] = Alike()
+    return reader.list_all(NODES, page_size=page_size, keep=SharedNodes(lambda node: node, alike),
+                           ahead=True)[0]
 
 
 def read_snapshot(api_client: ApiClient, ref: PodRef, page_size: int = DEFAULT_PAGE_SIZE,

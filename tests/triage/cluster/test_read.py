@@ -13,6 +13,7 @@ import pytest
 from kubernetes.client import ApiClient
 
 from bot.clusters.sources import LiveSource, SnapshotSource
+from scoring import nodetable
 from scoring.objects import is_terminated, object_key
 from tests.kubeapi import FakeKubeAPI, status_body
 from tests.paths import FIXTURES
@@ -118,22 +119,28 @@ RECORDED = sorted(d for folder in ("scenarios", "scenarios-extra")
 
 
 @pytest.mark.parametrize("directory", RECORDED, ids=lambda d: f"{d.parent.name}/{d.name}")
-def test_a_cold_read_keeps_of_each_pod_what_the_dump_and_the_watch_cache_keep(
+def test_a_cold_read_keeps_of_each_pod_and_node_what_the_dump_and_the_watch_cache_keep(
         directory: Path, tmp_path: Path) -> None:
     """Listed (in pages of two: a kind's parts shared across pages) or read node by node,
     each non-terminated pod is kept with every field and value slim keeps of the dumped pod,
-    in the API server's order, as the watch cache keeps it (to its keys' order)."""
+    in the API server's order, as the watch cache keeps it (to its keys' order); each node
+    likewise."""
     dump = Snapshot.from_dir(directory)
     running = sorted((slim_pod(p) for p in dump.pods if not is_terminated(p)), key=object_key)
+    nodes = sorted((slim_node(n) for n in dump.nodes), key=object_key)
     with FakeKubeAPI(directory) as server:
         client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
-        listed = read_snapshot(client, ref_of("nobody/absent"), page_size=2).pods
+        live = read_snapshot(client, ref_of("nobody/absent"), page_size=2)
         on_nodes = cold.read_pods_on(cold.ClusterReader(client), sorted(
             {name for p in running if (name := p["spec"].get("nodeName"))}), page_size=2)
         with ready_cache(server, tmp_path) as source:
             cached = sorted(source.cache.all_pods(), key=object_key)
+            cached_nodes = source.cache.cluster_snapshot().nodes
+    listed = live.pods
     assert listed == running  # kubectl's key order, the dump's own where it has another
     assert json.dumps(listed) == json.dumps(cached)
+    assert live.nodes == nodes
+    assert json.dumps(live.nodes) == json.dumps(cached_nodes)
     assert sorted(on_nodes, key=object_key) == [p for p in running if p["spec"].get("nodeName")]
 
 
@@ -162,6 +169,34 @@ def test_a_cold_read_works_out_each_kind_of_pods_requests_once(
         "gpu-a100-1": {"cpu": Decimal(22), "memory": 136 * gi, "nvidia.com/gpu": Decimal(5),
                        "pods": Decimal(5)}}
     assert len(worked_out) == 3  # train-a's kind, research/ok, research/no-request
+
+
+def test_a_cold_reads_node_table_reads_a_pools_capacity_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpu-a100-1's pool grown by three nodes alike but for their names, as a node group
+    scales up: the node table reads their capacity and allocatable once, to the same rows
+    as the dump's nodes would give one by one."""
+    a100 = next(n for n in Snapshot.from_dir(SEVEN).nodes if n["metadata"]["name"] == "gpu-a100-1")
+    with FakeKubeAPI(SEVEN) as server:
+        for number in range(2, 5):
+            name = f"gpu-a100-{number}"
+            labels = {**a100["metadata"]["labels"], "kubernetes.io/hostname": name}
+            server.apply({**a100, "metadata": {**a100["metadata"], "name": name,
+                                               "uid": name, "labels": labels}})
+        client = load_api_client(str(server.kubeconfig(tmp_path / "kubeconfig")))
+        live = read_snapshot(client, ref_of("nobody/absent"), page_size=2)
+    read: list[object] = []
+    counted = nodetable.quantity_int
+    monkeypatch.setattr(nodetable, "quantity_int", lambda value: read.append(value) or counted(
+        value))
+    rows = live.node_table
+    one_by_one = [nodetable.node_info(node) for node in sorted(live.nodes, key=object_key)]
+    assert [(r.name, r.capacity, r.allocatable, r.resources, r.shape) for r in rows] == [
+        (r.name, r.capacity, r.allocatable, r.resources, r.shape) for r in one_by_one]
+    per_node = [len(n["status"].get("capacity") or {}) + len(n["status"].get("allocatable") or {})
+                for n in live.nodes]
+    a100_values = len(a100["status"]["capacity"]) + len(a100["status"]["allocatable"])
+    assert len(read) == 2 * sum(per_node) - 3 * a100_values  # the table's, then one by one
 
 
 def test_fetched_pods_replace_listed_ones_in_place_or_join_at_the_end() -> None:
