@@ -93,12 +93,13 @@ log = logging.getLogger(__name__)
 # nodes has only those nodes' pods read, one field-selected list per node (POD_READERS at a
 # time); a larger share: the paged list of every non-terminated pod. Measured at 5,000 nodes
 # / 150,000 pods against tests/kubeapi.py (which indexes pods by node, as kube-apiserver's
-# watch cache does), 2026-12-02, load average 11-12, the paged list read ahead: the pods of
-# 50 / 250 / 500 / 1,000 / 1,250 nodes took 0.07 / 0.3 / 0.8 / 1.4-3.2 / 2.2-2.4 s (1.4-2.9
-# ms and 0.8 ms of CPU a node), the paged list 10.2-13.0 s (2.3-3.2 s of CPU) beside them: the
-# two cost the same CPU at about 58 % of the nodes, the same time past all of them. A quarter
-# stays well below that, as each node's list is one more request against the API server's
-# fairness share.
+# watch cache does), in one process, two rounds, 2026-12-02, load average 8.9-9.3, pages
+# kept as the watch cache keeps them (``kept_pods``): the pods of 250 / 500 / 1,000 / 2,500
+# nodes took 0.24-0.26 / 0.48-0.49 / 1.4-1.6 / 2.2-3.0 s (0.15 / 0.28-0.30 / 0.58-0.62 /
+# 1.29-1.46 s of CPU, about 0.55 ms a node), the paged list 2.8-3.3 s (1.19-1.20 s of CPU):
+# the two cost the same CPU at about 41-46 % of the nodes, the same time at 50-65 %. A
+# quarter stays well below that, as each node's list is one more request against the API
+# server's fairness share.
 PINNED_SHARE = 0.25
 POD_READERS = 8
 # Nodes beyond the pinned ones whose pods an answer may still ask for (a node elsewhere with
