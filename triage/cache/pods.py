@@ -15,7 +15,7 @@ from scoring.hami import Usage, device_usage
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
 from triage.cache.listpages import Alike, ByIdentity, SharedPods
-from triage.pods import Holdings, add_holding, extended_share, sum_requests
+from triage.pods import REQUEST_FIELDS, Holdings, add_holding, extended_share, sum_requests
 from triage.rows import hami_placed_on, pod_row
 from triage.slim import slim_pod
 
@@ -25,7 +25,6 @@ HamiUsageOn = Callable[[str, tuple[K8sObject, ...]], Mapping[str, Usage] | None]
 # a pod's own fields, and its metadata's shared ones (the rest of its metadata is its own)
 _OWN_FIELDS = frozenset({"metadata", "spec"})
 _ALIKE_METADATA = frozenset({"labels", "ownerReferences", "annotations"})
-_REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")  # see sum_requests
 _KEY = itemgetter(0)  # of a (key, pod) pair
 
 
@@ -186,7 +185,7 @@ class PodStore:
         fields = _request_fields(pod)
         share = self._shares.get(fields)
         if share is None:
-            share = sum_requests([{"spec": dict(zip(_REQUEST_FIELDS, fields, strict=True))}])
+            share = sum_requests([{"spec": dict(zip(REQUEST_FIELDS, fields, strict=True))}])
             share = self._shares.put(fields, self._shares_by_json(share))
         return share
 
@@ -334,7 +333,7 @@ class PodListing:
 def _request_fields(pod: K8sObject) -> tuple[object, ...]:
     """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
     spec = pod.get("spec") or {}
-    return tuple(map(spec.get, _REQUEST_FIELDS))
+    return tuple(map(spec.get, REQUEST_FIELDS))
 
 
 def _summed(kinds: Mapping[tuple[str, int], tuple[Amounts, list[int]]],
