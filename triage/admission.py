@@ -4,11 +4,9 @@ and, when events have expired, the ResourceQuotas and RuntimeClasses themselves.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 
-from scoring.objects import K8sObject
 from scoring.quantity import QuantityError, parse_quantity
 from scoring.rows import PodSpecFacts, QuotaRow, WorkloadRow
 from triage.rows import Rows
@@ -16,14 +14,12 @@ from triage.rows import template_spec as template_spec
 from triage.rows import wanted_pods as wanted_pods
 from triage.rows import workload_label as workload_label
 from triage.rows.build import QUOTA_LIMITED
-from triage.snapshot import Snapshot
 
 _QUOTA_TEXT = re.compile(
     r"(?:exceeded quota|Exceeded quota): (?P<quota>[^,]+), requested: (?P<requested>[^ ]+?),?"
     r" used: (?P<used>[^ ]+?),? limited: (?P<limited>[^ ]+)$")
 _FAILED_QUOTA = re.compile(r"failed quota: (?P<quota>[^:]+): (?P<detail>.+)$")
 _RUNTIMECLASS_TEXT = re.compile(r'RuntimeClass "(?P<name>[^"]+)" not found')
-_FORBIDDEN_POD = re.compile(r'pods "(?P<name>[^"]*)" is forbidden')
 
 
 @dataclass(frozen=True)
@@ -46,13 +42,6 @@ def rejections(rows: Rows, workload: WorkloadRow) -> list[Rejection]:
         found += [Rejection(owner.label, "status.conditions[ReplicaFailure]", message)
                   for message in owner.replica_failures]
     return found
-
-
-def workload_pods(snapshot: Snapshot, workload: WorkloadRow) -> list[K8sObject]:
-    """The workload's pods (through its ReplicaSets for a Deployment), terminated included."""
-    owners = [workload, *snapshot.rows.replicasets_of(workload)]
-    return [c for owner in owners for c in snapshot.children_of(owner.uid)
-            if c.get("kind") == "Pod"]
 
 
 # -- quota -------------------------------------------------------------------------------
@@ -156,26 +145,7 @@ def runtimeclass_names(rows: Rows) -> list[str]:
     return sorted(rows.runtime_classes)
 
 
-# -- names that match no object -------------------------------------------------------------
-
-def owners_rejecting(snapshot: Snapshot, namespace: str, name: str) -> Iterator[K8sObject]:
-    """Workloads whose FailedCreate events name the pod `name` or a prefix of it
-    (`finetune-2dtfx`, `vllm-79f7bb9f55-`): a person may paste the name from an event."""
-    for event in snapshot.namespace_objects(snapshot.events, namespace):
-        if event.get("reason") != "FailedCreate":
-            continue
-        match = _FORBIDDEN_POD.search(str(event.get("message", "")))
-        if not match:
-            continue
-        named = match["name"]
-        if named == name or (named.endswith("-") and name.startswith(named)) or (
-                named.rstrip("-") == name):
-            involved = event.get("involvedObject") or {}
-            owner = snapshot.workload(str(involved.get("kind", "")), namespace,
-                                      str(involved.get("name", "")))
-            if owner is not None:
-                yield owner
-
+# -- a pod name of a StatefulSet ------------------------------------------------------------
 
 _ORDINAL = re.compile(r"^(?P<set>.+)-(?P<ordinal>0|[1-9][0-9]*)$")
 
@@ -184,22 +154,3 @@ def ordinal_base(name: str) -> tuple[str, int] | None:
     """``db-0`` → ("db", 0): the StatefulSet a pod name would belong to, and its ordinal."""
     match = _ORDINAL.match(name)
     return (match["set"], int(match["ordinal"])) if match else None
-
-
-def statefulset_of_ordinal(snapshot: Snapshot, namespace: str, name: str) -> K8sObject | None:
-    """The StatefulSet whose pod ``name`` (``db-0``) would be, when that ordinal is wanted.
-
-    A StatefulSet's pods are named <set>-<ordinal>; a pod never created leaves no object, and
-    its FailedCreate event expires, but the StatefulSet still says it wants that pod.
-    """
-    parsed = ordinal_base(name)
-    if parsed is None:
-        return None
-    workload = snapshot.workload("StatefulSet", namespace, parsed[0])
-    if workload is None:
-        return None
-    spec = workload.get("spec") or {}
-    start = int((spec.get("ordinals") or {}).get("start") or 0)
-    replicas = spec.get("replicas")
-    wanted = 1 if replicas is None else int(replicas)
-    return workload if start <= parsed[1] < start + wanted else None

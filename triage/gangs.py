@@ -13,10 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scoring.objects import K8sObject, object_key
 from scoring.rows import PodCondition, PodGroupRow, PodRow
 from triage.rows import Rows
-from triage.snapshot import Snapshot
 
 # What kube-scheduler writes on the gang pods it could place when the group as a whole did not
 # fit (recorded on 1.36.2): "pod group is unschedulable, waiting for minCount pods from a gang
@@ -75,13 +73,3 @@ def gang_of(rows: Rows, pod: PodRow) -> Gang | None:
     pod_group = rows.gang_object("PodGroup", pod.namespace, name)
     return Gang(pod.namespace, name, pod_group, pod_group.min_count if pod_group else 0,
                 rows.pod_group_members(pod.namespace, name))
-
-
-def gang_pods(snapshot: Snapshot, kind: str, namespace: str, name: str) -> list[K8sObject]:
-    """The non-terminated pods of a Workload (through its PodGroups) or of a PodGroup named by
-    a ref."""
-    if snapshot.gang_object(kind, namespace, name) is None:
-        return []
-    groups = ([name] if kind == "PodGroup" else
-              [object_key(g)[1] for g in snapshot.pod_groups_of(namespace, name)])
-    return [p for group in groups for p in snapshot.pod_group_members(namespace, group)]

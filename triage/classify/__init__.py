@@ -1,4 +1,4 @@
-"""Triage: an ordered chain of small named checks over a Snapshot (pure: no I/O, no clock).
+"""Triage: an ordered chain of small named checks over a Snapshot's rows (pure: no I/O, no clock).
 
 Modelled on kube-scheduler's filter chain:
 - ``subject``: what a check looks at (the pod or workload, its spec, GPU request, events)

@@ -27,7 +27,6 @@ from triage.messages import latest_scheduling_failure
 from triage.queues import QueueIndex, QueueOwner
 from triage.refs import PodRef
 from triage.rows import Rows, spec_facts
-from triage.snapshot import Snapshot
 from triage.vocabulary import Cause
 
 
@@ -49,7 +48,7 @@ class Finding:
 class Subject:
     """What one run of the pipeline looks at: a pod, or a workload whose pod does not exist."""
 
-    snapshot: Snapshot  # the checks read it through the rows and indexes below, never raw
+    rows: Rows  # the Snapshot's rows and indexes: all a check reads of the cluster
     config: TriageConfig
     ref: PodRef
     # the pod's row (None when it does not exist), its spec's (or its template's) facts
@@ -75,28 +74,23 @@ class Subject:
     selector_drops: dict[tuple[str | None, ...], str | None] = field(default_factory=dict)
 
     @property
-    def rows(self) -> Rows:
-        return self.snapshot.rows
-
-    @property
     def queue_index(self) -> QueueIndex:
         """Kueue's objects as rows, indexed once per Snapshot."""
-        return self.snapshot.queue_index
+        return self.rows.queue_index
 
     @property
     def queue_positions(self) -> Mapping[str, tuple[int, int]]:
         """Each pending Workload's place in its queue, by key, as Kueue's visibility API
         told it (empty when not read)."""
-        return self.snapshot.queue_positions
+        return self.rows.queue_positions
 
     @property
     def node_table(self) -> tuple[NodeInfo, ...]:
-        return self.snapshot.node_table
+        return self.rows.node_table
 
     def holders_on(self, node_name: str, resource: str) -> list[tuple[QueueOwner, int]]:
         """The pods on the node holding the resource, as Kueue sees them, with how much."""
-        return [(QueueOwner.of(pod), amount)
-                for pod, amount in self.snapshot.holders_on(node_name, resource)]
+        return self.rows.queue_holders_on(node_name, resource)
 
     def request(self, resource: str) -> Decimal:
         """The pod's effective request of a resource."""
@@ -112,7 +106,7 @@ class Subject:
     @property
     def dra_inventory(self) -> Inventory:
         """The DRA objects, indexed once per Snapshot."""
-        return self.snapshot.dra_inventory(self.config.gpu_drivers)
+        return self.rows.dra_inventory(self.config.gpu_drivers)
 
     @cached_property
     def extended_dra(self) -> bool:

@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterable, Mapping
 from decimal import Decimal
 from functools import cached_property
 
+from scoring.dra import Inventory
 from scoring.hami import HamiNodeFit, HamiRequest, Usage, device_usage, fit_registered
 from scoring.nodetable import NodeColumns, NodeInfo
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import EventRow, PodGroupRow, PodRow, QuotaRow, WorkloadRow
 from triage.pods import Holdings, names_resource
+from triage.queues import QueueIndex, QueueOwner
 from triage.rows.build import event_row, pod_row
 from triage.rows.hami import hami_placed_on
 from triage.rows.objects import pod_group_row, quota_row, workload_row
@@ -42,6 +44,9 @@ class Rows:
         # the watch cache's HAMi usage of a node (None where a fetched pod touches it)
         self._cached_hami = cached_hami
         self._by_object: dict[int, PodRow] = {}  # by the raw pod's id: each pod read once
+        # the raw pod or workload each row was read from, by the row's id (the rows live as
+        # long as this), for the builders of a Subject's rows (triage/rows/subjects.py)
+        self._objects: dict[int, K8sObject] = {}
         self._on_node: dict[str, tuple[PodRow, ...]] = {}
         self._holders: dict[tuple[str, str], tuple[tuple[PodRow, int], ...]] = {}
         self._events: dict[tuple[str, str, str], tuple[EventRow, ...]] = {}
@@ -85,7 +90,18 @@ class Rows:
         if row is None:
             cached = self._cached(pod) if self._cached is not None else None
             row = self._by_object[id(pod)] = cached if cached is not None else pod_row(pod)
+            self._objects[id(row)] = pod
         return row
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The Snapshot the rows are read from, for the row builders of triage/rows/ alone
+        (tests/test_layout.py keeps the checks off it)."""
+        return self._snapshot
+
+    def object_of(self, row: PodRow | WorkloadRow) -> K8sObject:
+        """The raw pod or workload a row of these Rows was read from (for the row builders)."""
+        return self._objects[id(row)]
 
     # -- nodes --------------------------------------------------------------------------
 
@@ -113,6 +129,32 @@ class Rows:
     def problems(self) -> tuple[str, ...]:
         """Reads that failed but did not stop the triage, one sentence each."""
         return self._snapshot.problems
+
+    @property
+    def cluster(self) -> str:
+        return self._snapshot.cluster
+
+    # -- the indexes of Kueue's and DRA's objects, built once per Snapshot ----------------
+
+    @property
+    def queue_index(self) -> QueueIndex:
+        """Kueue's objects as rows."""
+        return self._snapshot.queue_index
+
+    @property
+    def queue_positions(self) -> Mapping[str, tuple[int, int]]:
+        """Each pending Workload's place in its queue, by key, as Kueue's visibility API
+        told it (empty when not read)."""
+        return self._snapshot.queue_positions
+
+    @property
+    def has_dra(self) -> bool:
+        """The cluster has DRA objects (DeviceClasses, ResourceSlices, claims) at all."""
+        return bool(self._snapshot.dra)
+
+    def dra_inventory(self, gpu_drivers: tuple[str, ...]) -> Inventory:
+        """The DRA rows, indexed once per set of GPU drivers."""
+        return self._snapshot.dra_inventory(gpu_drivers)
 
     # -- pods ---------------------------------------------------------------------------
 
@@ -152,6 +194,11 @@ class Rows:
                         found.append((row, amount))
             held = self._holders[key] = tuple(found)
         return held
+
+    def queue_holders_on(self, node_name: str, resource: str) -> list[tuple[QueueOwner, int]]:
+        """The pods on the node holding the resource, as Kueue sees them, with how much."""
+        return [(QueueOwner.of(pod), amount)
+                for pod, amount in self._snapshot.holders_on(node_name, resource)]
 
     def has_bound_pods(self, scheduler: str) -> bool:
         """Has a scheduler of that name bound a non-terminated pod (then it runs)? Worked out
@@ -215,6 +262,7 @@ class Rows:
         row = self._workloads.get(id(workload))
         if row is None:
             row = self._workloads[id(workload)] = workload_row(workload)
+            self._objects[id(row)] = workload
         return row
 
     def replicasets_of(self, workload: WorkloadRow) -> list[WorkloadRow]:

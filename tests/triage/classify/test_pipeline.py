@@ -37,14 +37,14 @@ def test_a_second_filter_for_a_cause_answers_when_it_leaves_no_node() -> None:
     # extended-resource no-gpu-node check that drops every node answers no-gpu-node instead.
     snapshot = Snapshot.from_dir(SCENARIOS / "seven-states")
     ref = PodRef("research", "full")
-    pod = snapshot.pod(ref.namespace, ref.name)
+    pod = snapshot.rows.pod(ref.namespace, ref.name)
     assert pod is not None
-    stock = run_pipeline(pod_subject(snapshot, DEFAULT_CONFIG, ref, pod))
+    stock = run_pipeline(pod_subject(snapshot.rows, DEFAULT_CONFIG, ref, pod))
     assert stock.cause == Cause.EXHAUSTED
 
     extra = NodeFilter(Cause.NO_GPU_NODE, When.UNBOUND, _drop_every_node, _explain)
     pipeline = build_pipeline({**CHECKS, Cause.NO_GPU_NODE: (*CHECKS[Cause.NO_GPU_NODE], extra)})
-    subject = pod_subject(snapshot, DEFAULT_CONFIG, ref, pod)
+    subject = pod_subject(snapshot.rows, DEFAULT_CONFIG, ref, pod)
     finding = run_pipeline(subject, pipeline)
     dropped_here = [r for r in subject.reports.values() if r.detail == NO_DEVICE]
     assert finding.cause == Cause.NO_GPU_NODE
