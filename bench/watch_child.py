@@ -65,6 +65,14 @@ def measure_views(source: Any) -> dict[str, Any]:
     def bare_pass() -> int:
         return bare_loop(nodes, used, [])
 
+    def capacity() -> object:
+        snapshot = source.cluster_snapshot()  # kept while its rows are read
+        return capacity_view(snapshot.rows, DEFAULT_CONFIG)
+
+    def where_8() -> object:
+        snapshot = source.cluster_snapshot()
+        return where(snapshot.rows, WhereAsk(8, "nvidia.com/gpu"), DEFAULT_CONFIG)
+
     state = BotState(config=BotConfig(database_url="sqlite://"), source=source)
     now = datetime.now(UTC)
     view = build_home(state, now)
@@ -73,9 +81,8 @@ def measure_views(source: Any) -> dict[str, Any]:
         "home_problems": block_kit_problems(view["blocks"], MAX_VIEW_BLOCKS),
         "views_floor": _best(bare_pass),
         "home": _best(lambda: build_home(state, now)),
-        "capacity": _best(lambda: capacity_view(source.cluster_snapshot(), DEFAULT_CONFIG)),
-        "where": _best(lambda: where(source.cluster_snapshot(),
-                                     WhereAsk(8, "nvidia.com/gpu"), DEFAULT_CONFIG)),
+        "capacity": _best(capacity),
+        "where": _best(where_8),
     }
     state.close()
     return figures

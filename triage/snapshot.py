@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cached_property
@@ -224,6 +224,13 @@ class Snapshot:
     def queue_index(self) -> QueueIndex:
         """Kueue's objects, indexed once."""
         return QueueIndex(self.queues)
+
+    def adding(self, pods: Iterable[K8sObject], dra: Iterable[K8sObject] = ()) -> Snapshot:
+        """This Snapshot with more pods and DRA objects (``where``'s would-be pod): a new one,
+        its indexes built anew (its DRA list is this one's where nothing is added to it)."""
+        added = list(dra)
+        return replace(self, pods=[*self.pods, *pods],
+                       dra=[*self.dra, *added] if added else self.dra)
 
     def keeping_pod_free_indexes(self, source: Snapshot) -> Snapshot:
         """This Snapshot with the indexes ``source`` built of the same nodes, DRA and Kueue

@@ -109,7 +109,7 @@ def _cluster_snapshot(args: argparse.Namespace) -> _Read | int:
 def selected_view(snapshot: Snapshot, config: BotConfig, only: str | None) -> CapacityView:
     """The view, or the groups of one resource / pool / product; UsageError naming the
     known ones when none matches."""
-    view = capacity_view(snapshot, config.triage)
+    view = capacity_view(snapshot.rows, config.triage)
     if only is None:
         return view
     chosen = view.only(only)
@@ -136,7 +136,7 @@ def run_capacity(args: argparse.Namespace) -> int:
 def ask_from(args: argparse.Namespace, snapshot: Snapshot, config: BotConfig) -> WhereAsk:
     resource = args.resource
     if resource is None:
-        known = gpu_resource_names(snapshot, config.triage)
+        known = gpu_resource_names(snapshot.rows, config.triage)
         if not known:
             raise WhereError("no node here offers a GPU resource or DRA GPU device")
         resource = known[0]
@@ -149,7 +149,7 @@ def run_where(args: argparse.Namespace) -> int:
     if isinstance(read, int):
         return read
     try:
-        answer = where(read.snapshot, ask_from(args, read.snapshot, read.config),
+        answer = where(read.snapshot.rows, ask_from(args, read.snapshot, read.config),
                        read.config.triage)
     except WhereError as exc:
         return fail(str(exc), EXIT_USAGE)

@@ -215,7 +215,7 @@ def with_idle(view: CapacityView, snapshot: Snapshot, settings: PrometheusSettin
     except TelemetryUnavailable as exc:
         log.warning("capacity without idle GPUs: %s", exc)
         return replace(view, idle_note=f"no telemetry: {exc}")
-    return with_idle_held(view, snapshot, idle)
+    return with_idle_held(view, snapshot.rows, idle)
 
 
 class TelemetrySource:

@@ -26,6 +26,7 @@ from triage.classify import triage
 from triage.classify.capacity import CapacityGroup, capacity_view, with_idle_held
 from triage.classify.where import (
     HeldBy,
+    WhereAnswer,
     WhereAsk,
     WhereError,
     parse_selector,
@@ -133,14 +134,16 @@ def read_cluster(request: pytest.FixtureRequest, tmp_path: Path
 @pytest.mark.parametrize("scenario", sorted(EXPECTED))
 def test_capacity_counts_what_a_person_counts(scenario: str,
                                               read_cluster: Callable[[str], Snapshot]) -> None:
-    view = capacity_view(read_cluster(scenario), DEFAULT_CONFIG)
+    snapshot = read_cluster(scenario)
+    view = capacity_view(snapshot.rows, DEFAULT_CONFIG)
     assert [row(g) for g in view.groups] == EXPECTED[scenario]
     assert (view.nodes, view.gpu_nodes, view.capacity, view.held, view.free) == \
         TOTALS[scenario]
 
 
 def test_taints_say_who_may_use_a_group() -> None:
-    view = capacity_view(Snapshot.from_dir(SEVEN), DEFAULT_CONFIG)
+    snapshot = Snapshot.from_dir(SEVEN)
+    view = capacity_view(snapshot.rows, DEFAULT_CONFIG)
     taints = {g.pool: [(t.taint, t.nodes) for t in g.taints] for g in view.groups}
     # gpu-h100-reserved's spec.taints; no other node is tainted or cordoned
     assert taints["h100"] == [("dedicated=llm-team:NoSchedule", 1)]
@@ -172,7 +175,8 @@ def test_a_not_ready_node_takes_its_gpus_out_and_a_cordon_is_named(tmp_path: Pat
                 condition.update(status="Unknown", reason="NodeStatusUnknown")
         _node(nodes, "gpu-h100-reserved")["spec"]["unschedulable"] = True
 
-    view = capacity_view(_edited_nodes(SEVEN, tmp_path, edit), DEFAULT_CONFIG)
+    snapshot = _edited_nodes(SEVEN, tmp_path, edit)
+    view = capacity_view(snapshot.rows, DEFAULT_CONFIG)
     groups = {g.pool: g for g in view.groups}
     a100 = groups["a100"]
     # research/ok still holds 2 of the 4; none is free on a node that is not Ready
@@ -185,13 +189,19 @@ def test_a_not_ready_node_takes_its_gpus_out_and_a_cordon_is_named(tmp_path: Pat
 
 def test_pool_labels_come_from_the_config() -> None:
     config = dataclasses.replace(DEFAULT_CONFIG, pool_labels=("no-such-label",))
-    view = capacity_view(Snapshot.from_dir(SEVEN), config)
+    snapshot = Snapshot.from_dir(SEVEN)
+    view = capacity_view(snapshot.rows, config)
     # without a pool, the product names the group; one node per product in seven-states
     assert [(g.pool, g.product) for g in view.groups][:2] == [
         ("", "NVIDIA-H100-80GB-HBM3"), ("", "NVIDIA-A100-SXM4-80GB")]
 
 
 # -- where ------------------------------------------------------------------------------------
+
+def _where(snapshot: Snapshot, ask: WhereAsk) -> WhereAnswer:
+    """``where`` on the Snapshot's rows, the Snapshot kept while they are read."""
+    return where(snapshot.rows, ask, DEFAULT_CONFIG)
+
 
 # (scenario, a recorded pod, the ask a person would type for it, the word both get)
 AGREEMENT = [
@@ -227,7 +237,8 @@ def test_where_agrees_with_the_triage_of_a_real_pod(
         scenario: str, ref: str, ask: WhereAsk, word: str,
         read_cluster: Callable[[str], Snapshot]) -> None:
     real = triage(Snapshot.from_dir(SCENARIOS / scenario), parse_ref(ref))
-    answer = where(read_cluster(scenario), ask, DEFAULT_CONFIG)
+    snapshot = read_cluster(scenario)
+    answer = where(snapshot.rows, ask, DEFAULT_CONFIG)
     assert real.cause == answer.cause == word
     assert answer.fits is (word == "scheduler-unavailable")
 
@@ -236,11 +247,11 @@ def test_where_names_the_free_nodes_and_those_behind_a_taint(
         read_cluster: Callable[[str], Snapshot]) -> None:
     snapshot = read_cluster("seven-states")
     # 2 free: gpu-a100-1 (4, research/ok holds 2); gpu-h100-reserved has 8 behind its taint
-    two = where(snapshot, WhereAsk(2, "nvidia.com/gpu"), DEFAULT_CONFIG)
+    two = where(snapshot.rows, WhereAsk(2, "nvidia.com/gpu"), DEFAULT_CONFIG)
     assert two.fits and two.fit_nodes == ("gpu-a100-1",)
     assert [(c.name, c.free, c.taints) for c in two.behind_taints] == [
         ("gpu-h100-reserved", 8, ("dedicated=llm-team:NoSchedule",))]
-    tolerated = where(snapshot, WhereAsk(8, "nvidia.com/gpu", tolerations=(
+    tolerated = where(snapshot.rows, WhereAsk(8, "nvidia.com/gpu", tolerations=(
         parse_toleration("dedicated=llm-team:NoSchedule"),)), DEFAULT_CONFIG)
     assert tolerated.fits and tolerated.fit_nodes == ("gpu-h100-reserved",)
     assert not tolerated.behind_taints
@@ -249,7 +260,7 @@ def test_where_names_the_free_nodes_and_those_behind_a_taint(
 def test_where_names_the_nearest_full_nodes_with_their_holders() -> None:
     # three hours after the holders started (status.startTime 12:50:43 and 12:50:44)
     snapshot = dataclasses.replace(Snapshot.from_dir(SEVEN), read_at="2026-11-30T15:50:44Z")
-    answer = where(snapshot, WhereAsk(1, "nvidia.com/gpu", "research", {"pool": "a10-full"}),
+    answer = where(snapshot.rows, WhereAsk(1, "nvidia.com/gpu", "research", {"pool": "a10-full"}),
                    DEFAULT_CONFIG)
     assert [(c.name, c.free, c.held) for c in answer.nearest] == [
         ("gpu-a10-full", 0, (HeldBy("ml/train-a", 1, 3 * 3600 + 1),
@@ -259,14 +270,14 @@ def test_where_names_the_nearest_full_nodes_with_their_holders() -> None:
 def test_where_builds_no_pod_the_cluster_has_not_got() -> None:
     snapshot = Snapshot.from_dir(SEVEN)
     before = copy.deepcopy((snapshot.pods, snapshot.dra))
-    where(snapshot, WhereAsk(2, "nvidia.com/gpu"), DEFAULT_CONFIG)
+    where(snapshot.rows, WhereAsk(2, "nvidia.com/gpu"), DEFAULT_CONFIG)
     assert (snapshot.pods, snapshot.dra) == before
 
 
 @pytest.mark.parametrize(("build", "says"), [
-    (lambda: where(Snapshot.from_dir(SEVEN), WhereAsk(1, "example.com/fpga"), DEFAULT_CONFIG),
+    (lambda: _where(Snapshot.from_dir(SEVEN), WhereAsk(1, "example.com/fpga")),
      "this cluster has: nvidia.com/gpu"),
-    (lambda: where(Snapshot.from_dir(DRA), WhereAsk(1, "mig.nvidia.com"), DEFAULT_CONFIG),
+    (lambda: _where(Snapshot.from_dir(DRA), WhereAsk(1, "mig.nvidia.com")),
      "this cluster has: gpu.nvidia.com"),
     (lambda: parse_toleration("=x:NoSchedule"), "KEY[=VALUE][:EFFECT]"),
     (lambda: parse_toleration("k=v:Sometimes"), "KEY[=VALUE][:EFFECT]"),
@@ -342,7 +353,8 @@ def test_where_default_resource_is_the_clusters_own(capsys: pytest.CaptureFixtur
 
 def test_the_watch_cache_keeps_the_holdings_current(tmp_path: Path) -> None:
     def a10(source: Any) -> tuple[int, int, list[tuple[str, int, int]]]:
-        group = next(g for g in capacity_view(source.cluster_snapshot(), DEFAULT_CONFIG).groups
+        snapshot = source.cluster_snapshot()
+        group = next(g for g in capacity_view(snapshot.rows, DEFAULT_CONFIG).groups
                      if g.pool == "a10-full")
         return group.held, group.free, [(h.namespace, h.gpus, h.pods) for h in group.holders]
 
@@ -375,10 +387,11 @@ def test_a_cordoned_node_is_never_offered_behind_a_taint(tmp_path: Path) -> None
         _node(nodes, "gpu-h100-reserved")["spec"]["unschedulable"] = True
 
     snapshot = _edited_nodes(SEVEN, tmp_path, cordon)
-    answer = where(snapshot, WhereAsk(2, "nvidia.com/gpu"), DEFAULT_CONFIG)
+    answer = where(snapshot.rows, WhereAsk(2, "nvidia.com/gpu"), DEFAULT_CONFIG)
     # gpu-h100-reserved still has 8 free, but cordoned: only gpu-a100-1 is named
     assert answer.fit_nodes == ("gpu-a100-1",) and answer.behind_taints == ()
-    h100 = next(g for g in capacity_view(snapshot, DEFAULT_CONFIG).groups if g.pool == "h100")
+    h100 = next(g for g in capacity_view(snapshot.rows, DEFAULT_CONFIG).groups
+                if g.pool == "h100")
     assert "cordoned (node.kubernetes.io/unschedulable:NoSchedule) on 1 of 1: no new pods" \
         in group_lines(h100)
 
@@ -405,7 +418,7 @@ def test_idle_held_gpus_are_counted_from_dcgm(capsys: pytest.CaptureFixture[str]
 
 def test_a_pod_the_api_server_does_not_see_holding_is_not_counted() -> None:
     snapshot = Snapshot.from_dir(SEVEN)
-    view = with_idle_held(capacity_view(snapshot, DEFAULT_CONFIG), snapshot, {
+    view = with_idle_held(capacity_view(snapshot.rows, DEFAULT_CONFIG), snapshot.rows, {
         "gpu-a10-full": ["team-b/train-b", "gpu-operator/nvidia-dcgm-exporter-x"],
         "gpu-h100-reserved": ["research/ghost"]})
     assert {g.pool: g.idle_held for g in view.groups}["a10-full"] == 1
@@ -441,15 +454,16 @@ WHERE_QUEUES = [
 def test_where_on_a_kueue_cluster_adds_the_namespace_s_queue_quota(
         namespace: str, count: int, sentence: str,
         read_cluster: Callable[[str], Snapshot]) -> None:
-    answer = where(read_cluster("kueue-basics"),
-                   WhereAsk(count, "nvidia.com/gpu", namespace=namespace), DEFAULT_CONFIG)
+    snapshot = read_cluster("kueue-basics")
+    answer = where(snapshot.rows, WhereAsk(count, "nvidia.com/gpu", namespace=namespace),
+                   DEFAULT_CONFIG)
     assert answer.queues == (sentence,)
     assert sentence in where_text(answer)
 
 
 def test_where_on_an_inactive_cluster_queue_says_why_nothing_is_admitted() -> None:
-    answer = where(Snapshot.from_dir(SCENARIOS / "kueue-basics"),
-                   WhereAsk(1, "nvidia.com/gpu", namespace="team-c"), DEFAULT_CONFIG)
+    answer = _where(Snapshot.from_dir(SCENARIOS / "kueue-basics"),
+                    WhereAsk(1, "nvidia.com/gpu", namespace="team-c"))
     assert len(answer.queues) == 1
     assert answer.queues[0].startswith("Kueue, LocalQueue team-c/team-c-lq: queued: ")
     assert "ClusterQueue team-c-cq is inactive: it names ResourceFlavor h200, which does not " \
@@ -457,7 +471,6 @@ def test_where_on_an_inactive_cluster_queue_says_why_nothing_is_admitted() -> No
 
 
 def test_where_without_kueue_says_nothing_of_queues() -> None:
-    answer = where(Snapshot.from_dir(SCENARIOS / "seven-states"),
-                   WhereAsk(1, "nvidia.com/gpu"), DEFAULT_CONFIG)
+    answer = _where(Snapshot.from_dir(SCENARIOS / "seven-states"), WhereAsk(1, "nvidia.com/gpu"))
     assert answer.queues == ()
     assert "Kueue" not in where_text(answer)

@@ -24,7 +24,7 @@ from scoring.nodes import UNSCHEDULABLE_TAINT, taint_text
 from scoring.nodetable import NodeInfo
 from scoring.quantity import quantity_int
 from triage.config import TriageConfig
-from triage.snapshot import Snapshot
+from triage.rows import Rows
 
 DEVICE_PLUGIN, HAMI, DRA = "device-plugin", "hami", "dra"
 # GPU Feature Discovery's product label, and AMD's node labeller's
@@ -186,8 +186,9 @@ class _Tally:
         return group
 
 
-def capacity_view(snapshot: Snapshot, config: TriageConfig) -> CapacityView:
-    """The cluster's GPU groups, largest capacity first (then by kind and name)."""
+def capacity_view(rows: Rows, config: TriageConfig) -> CapacityView:
+    """The cluster's GPU groups, largest capacity first (then by kind and name), from a
+    Snapshot's rows (read them while it lives)."""
     tallies: dict[tuple[str, str, str, str], _Tally] = {}
 
     def tally(kind: str, resource: str, pool: str, product: str) -> _Tally:
@@ -196,17 +197,17 @@ def capacity_view(snapshot: Snapshot, config: TriageConfig) -> CapacityView:
             tallies[key] = _Tally(CapacityGroup(kind, resource, pool, product))
         return tallies[key]
 
-    inventory = snapshot.dra_inventory(config.gpu_drivers) if snapshot.dra else None
+    inventory = rows.dra_inventory(config.gpu_drivers) if rows.has_dra else None
     in_groups = 0
-    for node in snapshot.node_table:
+    for node in rows.node_table:
         pool = next((node.labels[label] for label in config.pool_labels
                      if node.labels.get(label)), "")
         registration = node.hami_registration
         if registration is not None and registration.devices:
-            _add_hami(snapshot, node, pool, tally)
+            _add_hami(rows, node, pool, tally)
             added = True
         else:
-            added = _add_device_plugin(snapshot, config, node, pool, tally)
+            added = _add_device_plugin(rows, config, node, pool, tally)
         if inventory is not None:
             added = _add_dra(inventory, node, pool, tally) or added
         if not added:
@@ -214,8 +215,7 @@ def capacity_view(snapshot: Snapshot, config: TriageConfig) -> CapacityView:
         in_groups += added
     groups = [t.done() for t in tallies.values()]
     groups.sort(key=lambda g: (-g.capacity, g.kind, g.name, g.resource))
-    return CapacityView(snapshot.cluster, snapshot.read_at, len(snapshot.node_table), in_groups,
-                        groups)
+    return CapacityView(rows.cluster, rows.read_at, len(rows.node_table), in_groups, groups)
 
 
 def _product(node: NodeInfo) -> str:
@@ -230,7 +230,7 @@ def _broken(node: NodeInfo, capacity: int, allocatable: int) -> str | None:
     return None
 
 
-def _add_device_plugin(snapshot: Snapshot, config: TriageConfig, node: NodeInfo, pool: str,
+def _add_device_plugin(rows: Rows, config: TriageConfig, node: NodeInfo, pool: str,
                        tally: _TallyFactory) -> bool:
     resources = sorted(r for r, amount in node.capacity.items()
                        if amount > 0 and config.is_gpu_resource(r))
@@ -238,7 +238,7 @@ def _add_device_plugin(snapshot: Snapshot, config: TriageConfig, node: NodeInfo,
         capacity, allocatable = node.capacity[resource], node.allocatable.get(resource, 0)
         # per namespace, kept current per event by the watch cache: no pod is walked
         held = {namespace: by_resource[resource] for namespace, by_resource in
-                snapshot.rows.holdings_on(node.name).items() if resource in by_resource}
+                rows.holdings_on(node.name).items() if resource in by_resource}
         taken = sum(amount for amount, _ in held.values())
         group = tally(DEVICE_PLUGIN, resource, pool, _product(node))
         group.add_node(node, capacity, allocatable, taken, max(0, allocatable - taken),
@@ -247,12 +247,12 @@ def _add_device_plugin(snapshot: Snapshot, config: TriageConfig, node: NodeInfo,
     return bool(resources)
 
 
-def _add_hami(snapshot: Snapshot, node: NodeInfo, pool: str, tally: _TallyFactory) -> None:
+def _add_hami(rows: Rows, node: NodeInfo, pool: str, tally: _TallyFactory) -> None:
     """HAMi shares a card between tasks: a card is held when any task uses it, free when
     healthy and unused (a whole card for the next job)."""
     registration = node.hami_registration
     assert registration is not None  # the caller checked
-    usage = snapshot.rows.hami_usage(node.name)
+    usage = rows.hami_usage(node.name)
     cards_by_type: dict[str, list[tuple[bool, tuple[str, ...]]]] = defaultdict(list)
     for device in registration.devices:
         used = usage.get(device.uuid)
@@ -307,7 +307,7 @@ def _per_pod(holders: Iterable[str]) -> list[tuple[str, int]]:
     return sorted(Counter(holders).items())
 
 
-def with_idle_held(view: CapacityView, snapshot: Snapshot,
+def with_idle_held(view: CapacityView, rows: Rows,
                    idle: Mapping[str, Sequence[str]]) -> CapacityView:
     """The view with each device-plugin group's held GPUs that sat idle: ``idle`` is, per
     node, the pod DCGM names on each GPU at 0 % all hour; one counts only when the API server
@@ -319,8 +319,7 @@ def with_idle_held(view: CapacityView, snapshot: Snapshot,
         if group.kind == DEVICE_PLUGIN:
             count = 0
             for name in group.node_names:
-                holding = {pod.label for pod, _ in
-                           snapshot.rows.holders_on(name, group.resource)}
+                holding = {pod.label for pod, _ in rows.holders_on(name, group.resource)}
                 count += sum(1 for pod in idle.get(name, ()) if pod in holding)
         groups.append(replace(group, idle_held=count))
     return replace(view, groups=groups)

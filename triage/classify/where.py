@@ -1,17 +1,16 @@
 """Where could a pod asking N GPUs run now (pure: no I/O)?
 
 The question is answered by the funnel itself: a would-be pod asking N (its selector,
-tolerations and scheduler as given, never guessed from a namespace's pods) is put into the
-Snapshot and triaged like any pod, so the word is the one a real pod would get. Nobody has
-scheduled the would-be pod, so "no scheduler has said anything" (scheduler-unavailable)
-means it fits, as in a pre-flight (``gpuwhy check``). On top of the Verdict: the nodes it fits
-on now, the nodes that would fit behind a taint, and when none fits the nodes closest to
-having N free, with who holds them and for how long.
+tolerations and scheduler as given, never guessed from a namespace's pods) is put into a
+Snapshot of its own (``triage.rows.would_be``) and triaged like any pod, so the word is the
+one a real pod would get. Nobody has scheduled the would-be pod, so "no scheduler has said
+anything" (scheduler-unavailable) means it fits, as in a pre-flight (``gpuwhy check``). On top
+of the Verdict: the nodes it fits on now, the nodes that would fit behind a taint, and when
+none fits the nodes closest to having N free, with who holds them and for how long.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -23,11 +22,11 @@ from scoring.times import parse_rfc3339
 from scoring.verdict import Verdict
 from triage.classify.checks.queue_quota import preview_admission
 from triage.classify.checks.scheduler import DEFAULT_SCHEDULER, scheduler_serves
-from triage.classify.resolve import triage
+from triage.classify.resolve import triage_rows
 from triage.config import TriageConfig
 from triage.refs import PodRef
-from triage.rows.would_be import WOULD_BE_POD, claim_template, would_be_pod
-from triage.snapshot import Snapshot
+from triage.rows import Rows
+from triage.rows.would_be import WOULD_BE_POD, with_would_be_pod
 from triage.vocabulary import FIT, Cause
 
 MAX_NODES_NAMED = 5
@@ -113,51 +112,48 @@ def parse_selector(text: str) -> dict[str, str]:
     return selector
 
 
-def gpu_resource_names(snapshot: Snapshot, config: TriageConfig) -> list[str]:
+def gpu_resource_names(rows: Rows, config: TriageConfig) -> list[str]:
     """What ``where`` can ask for here: extended GPU resources nodes report, GPU DeviceClasses
     (most capacity first)."""
     totals: dict[str, int] = {}
-    for node in snapshot.node_table:
+    for node in rows.node_table:
         for resource, amount in node.capacity.items():
             if amount > 0 and config.is_gpu_resource(resource):
                 totals[resource] = totals.get(resource, 0) + amount
-    inventory = snapshot.dra_inventory(config.gpu_drivers)
+    inventory = rows.dra_inventory(config.gpu_drivers)
     classes = [name for name in sorted(inventory.classes) if inventory.is_gpu_class(name)]
     return sorted(totals, key=lambda r: (-totals[r], r)) + classes
 
 
-def where(snapshot: Snapshot, ask: WhereAsk, config: TriageConfig) -> WhereAnswer:
+def where(rows: Rows, ask: WhereAsk, config: TriageConfig) -> WhereAnswer:
     """The would-be pod's triage and what it means for someone about to submit it."""
     if ask.count < 1:
         raise WhereError(f"ask for at least 1 GPU, not {ask.count}")
-    inventory = snapshot.dra_inventory(config.gpu_drivers)
+    inventory = rows.dra_inventory(config.gpu_drivers)
     by_class = ask.resource in inventory.classes and not config.is_gpu_resource(ask.resource)
     if not by_class and not config.is_gpu_resource(ask.resource):
-        known = ", ".join(gpu_resource_names(snapshot, config)) or "none"
+        known = ", ".join(gpu_resource_names(rows, config)) or "none"
         raise WhereError(f"{ask.resource} is neither a GPU resource (triage.gpu_resources) nor "
                          f"a DeviceClass here; this cluster has: {known}")
-    pod = would_be_pod(ask.namespace, ask.resource, ask.count, ask.scheduler, ask.selector,
-                       ask.tolerations, by_class)
-    with_pod = dataclasses.replace(
-        snapshot, pods=[*snapshot.pods, pod],
-        dra=[*snapshot.dra, claim_template(ask.namespace, ask.resource, ask.count)]
-        if by_class else snapshot.dra)
-    verdict = triage(with_pod, PodRef(ask.namespace, WOULD_BE_POD), config)
+    would_be = with_would_be_pod(rows, ask.namespace, ask.resource, ask.count, ask.scheduler,
+                                 ask.selector, ask.tolerations, by_class)
+    with_pod = would_be.rows
+    verdict = triage_rows(with_pod, PodRef(ask.namespace, WOULD_BE_POD), config)
     fit_nodes = tuple(r.name for r in verdict.nodes if r.outcome == FIT)
-    fits = verdict.cause == Cause.SCHEDULER_UNAVAILABLE and scheduler_serves(with_pod.rows,
+    fits = verdict.cause == Cause.SCHEDULER_UNAVAILABLE and scheduler_serves(with_pod,
                                                                              ask.scheduler)
     behind = tuple(_behind_taint(with_pod, ask, name) for name in _outcome(
         verdict, Cause.TAINT_UNTOLERATED) if not by_class and not _cordoned(with_pod, name)
         and _free(with_pod, ask, name) >= ask.count)
     nearest = () if fit_nodes else _nearest(with_pod, ask, verdict, by_class)
     return WhereAnswer(ask, fits, verdict, fit_nodes, behind[:MAX_NODES_NAMED], nearest,
-                       queue_quota(snapshot, ask))
+                       queue_quota(rows, ask))
 
 
-def queue_quota(snapshot: Snapshot, ask: WhereAsk) -> tuple[str, ...]:
+def queue_quota(rows: Rows, ask: WhereAsk) -> tuple[str, ...]:
     """The namespace's LocalQueues and what each would do with a Job asking N now, by the
     same quota arithmetic as a queued answer; nothing where the cluster has no Kueue."""
-    index = snapshot.queue_index
+    index = rows.queue_index
     if not index:
         return ()
     local_queues = index.names("LocalQueue", ask.namespace)
@@ -177,27 +173,26 @@ def _outcome(verdict: Verdict, cause: Cause) -> list[str]:
     return [r.name for r in verdict.nodes if r.outcome == cause.value]
 
 
-def _free(snapshot: Snapshot, ask: WhereAsk, name: str) -> int:
-    rows = snapshot.rows
+def _free(rows: Rows, ask: WhereAsk, name: str) -> int:
     node = rows.node(name)
     return rows.free_gpus(node, ask.resource) if node is not None else 0
 
 
-def _cordoned(snapshot: Snapshot, name: str) -> bool:
+def _cordoned(rows: Rows, name: str) -> bool:
     """Taken out of service: no toleration is the way in, so never offered as one."""
-    node = snapshot.rows.node(name)
+    node = rows.node(name)
     return node is not None and any(t.get("key") == UNSCHEDULABLE_TAINT["key"]
                                     for t in node.taints)
 
 
-def _behind_taint(snapshot: Snapshot, ask: WhereAsk, name: str) -> NodeChance:
-    node = snapshot.rows.node(name)
+def _behind_taint(rows: Rows, ask: WhereAsk, name: str) -> NodeChance:
+    node = rows.node(name)
     taints = tuple(taint_text(t) for t in (node.taints if node is not None else ())
                    if not tolerates(list(ask.tolerations), t))
-    return NodeChance(name, _free(snapshot, ask, name), "untolerated taint", taints=taints)
+    return NodeChance(name, _free(rows, ask, name), "untolerated taint", taints=taints)
 
 
-def _nearest(snapshot: Snapshot, ask: WhereAsk, verdict: Verdict,
+def _nearest(rows: Rows, ask: WhereAsk, verdict: Verdict,
              by_class: bool) -> tuple[NodeChance, ...]:
     """The nodes held full, closest to N free first (then longest-running holders first)."""
     reports = [r for r in verdict.nodes if r.outcome == Cause.EXHAUSTED.value]
@@ -205,12 +200,12 @@ def _nearest(snapshot: Snapshot, ask: WhereAsk, verdict: Verdict,
         return tuple(NodeChance(r.name, None, r.detail) for r in reports[:MAX_NODES_NAMED])
     chances = []
     for report in reports:
-        held = sorted((_held(snapshot.rows.read_at, pod, count) for pod, count in
-                       snapshot.rows.holders_on(report.name, ask.resource)),
+        held = sorted((_held(rows.read_at, pod, count) for pod, count in
+                       rows.holders_on(report.name, ask.resource)),
                       key=lambda h: (-h[0], h[1].pod))
-        chances.append((ask.count - _free(snapshot, ask, report.name),
+        chances.append((ask.count - _free(rows, ask, report.name),
                         -(held[0][0] if held else 0), report.name,
-                        NodeChance(report.name, _free(snapshot, ask, report.name), report.detail,
+                        NodeChance(report.name, _free(rows, ask, report.name), report.detail,
                                    tuple(h for _, h in held[:MAX_HOLDERS_NAMED]))))
     chances.sort(key=lambda c: c[:3])
     return tuple(chance for *_, chance in chances[:MAX_NODES_NAMED])

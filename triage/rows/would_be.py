@@ -1,5 +1,5 @@
-"""The objects ``where`` puts into a Snapshot of its own: the pod someone asking for N GPUs
-would submit, and its DRA claim template when it asks devices of a DeviceClass."""
+"""The Snapshot of its own ``where`` triages: the cluster with the pod someone asking for N
+GPUs would submit, and its DRA claim template when it asks devices of a DeviceClass."""
 
 from __future__ import annotations
 
@@ -7,8 +7,32 @@ from collections.abc import Mapping
 from typing import Any
 
 from scoring.objects import K8sObject
+from triage.rows.table import Rows
+from triage.snapshot import Snapshot
 
 WOULD_BE_POD = "gpuwhy-where"  # the would-be pod's name (and its DRA claim template's)
+
+
+class WouldBe:
+    """The cluster with the would-be pod in it, as rows; it keeps the Snapshot they are read
+    from (they refer to it weakly), so read them while this lives."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        self._snapshot = snapshot
+
+    @property
+    def rows(self) -> Rows:
+        return self._snapshot.rows
+
+
+def with_would_be_pod(rows: Rows, namespace: str, resource: str, count: int, scheduler: str,
+                      selector: Mapping[str, str], tolerations: tuple[Mapping[str, Any], ...],
+                      by_class: bool) -> WouldBe:
+    """The cluster of ``rows`` with the would-be pod added (and, asking devices of the
+    DeviceClass ``resource``, its claim template)."""
+    pod = would_be_pod(namespace, resource, count, scheduler, selector, tolerations, by_class)
+    return WouldBe(rows.snapshot.adding(
+        [pod], [claim_template(namespace, resource, count)] if by_class else ()))
 
 
 def would_be_pod(namespace: str, resource: str, count: int, scheduler: str,

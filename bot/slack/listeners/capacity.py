@@ -73,7 +73,7 @@ def answer_capacity(state: BotState, ack: Ack, respond: Respond, client: WebClie
         snapshot = _snapshot(state, respond, cluster, user)
         if snapshot is None:
             return
-        view = capacity_view(snapshot, state.config.triage)
+        view = capacity_view(snapshot.rows, state.config.triage)
         if only is not None:
             chosen = view.only(only)
             if not chosen.groups:
@@ -131,11 +131,11 @@ def answer_where(state: BotState, ack: Ack, respond: Respond, client: WebClient,
         snapshot = _snapshot(state, respond, cluster, user)
         if snapshot is None:
             return
-        known = gpu_resource_names(snapshot, state.config.triage)
+        known = gpu_resource_names(snapshot.rows, state.config.triage)
         try:
             if resource is None and not known:
                 raise WhereError("no node here offers a GPU resource or DRA GPU device")
-            answer = where(snapshot, WhereAsk(count, resource or known[0], namespace),
+            answer = where(snapshot.rows, WhereAsk(count, resource or known[0], namespace),
                            state.config.triage)
         except WhereError as exc:
             respond(text=escape_mrkdwn(f"{exc}. {WHERE_USAGE}", 2900))

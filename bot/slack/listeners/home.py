@@ -93,7 +93,7 @@ def build_home(state: BotState, now: datetime) -> dict[str, Any]:
     except ClusterError as exc:
         error = one_line(exc)
     else:
-        capacity = capacity_view(snapshot, state.config.triage)
+        capacity = capacity_view(snapshot.rows, state.config.triage)
         groups = stuck_groups(snapshot.pods, now, state.config.alerts.pending_after,
                               state.config.triage)
         rows, more, hidden = stuck_rows(state, snapshot, groups, now)

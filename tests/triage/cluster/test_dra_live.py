@@ -310,7 +310,7 @@ def test_a_snapshot_adding_a_dra_object_builds_rows_for_it_alone(cache: WatchSou
     assert all(row is kept.slices[i] for i, row in enumerate(rows.slices))
     assert all(rows.templates[key] is row for key, row in kept.templates.items())
     cold = Snapshot.from_dir(DRA)
-    cached_answer, cold_answer = where(snapshot, ask, DEFAULT_CONFIG), where(cold, ask,
-                                                                              DEFAULT_CONFIG)
+    cached_answer = where(snapshot.rows, ask, DEFAULT_CONFIG)
+    cold_answer = where(cold.rows, ask, DEFAULT_CONFIG)
     assert cached_answer.fit_nodes == cold_answer.fit_nodes == ("dra-a100-2", "dra-l4-1")
     assert cached_answer.verdict.to_dict() == cold_answer.verdict.to_dict()
