@@ -185,7 +185,7 @@ def explain_dra_device_unfit(subject: Subject, dropped: Dropped) -> Finding:
     if tainted:  # there the devices match: only a taint keeps the request off them
         return _explain_tainted(subject, tainted)
     if failing and (shared := explain_capacity_unfit(
-            subject, failing, _source(subject, failing[0][1].request))) is not None:
+            failing, _source(subject, failing[0][1].request))) is not None:
         return shared
     first = failing[0][1] if failing else None
     selectors = " && ".join(first.alternative.selectors) if first and first.alternative else ""
@@ -238,7 +238,7 @@ def explain_dra_too_large(subject: Subject, dropped: Dropped) -> Finding:
     # The request failing where the most devices match: its count is what the largest node
     # lacks (another request may fail first on a smaller node and ask fewer).
     first = next(o for _, o in failing if len(o.matching) == largest)
-    if (shared := explain_capacity_too_large(subject, failing,
+    if (shared := explain_capacity_too_large(failing,
                                               _source(subject, first.request))) is not None:
         return shared
     at_most = [n.name for n, o in failing if len(o.matching) == largest]
@@ -260,7 +260,7 @@ def explain_dra_too_large(subject: Subject, dropped: Dropped) -> Finding:
 def explain_dra_exhausted(subject: Subject, dropped: Dropped) -> Finding:
     failing = _failing(subject, dropped, EXHAUSTED)
     if failing and (shared := explain_capacity_exhausted(
-            subject, failing, _source(subject, failing[0][1].request))) is not None:
+            failing, _source(subject, failing[0][1].request))) is not None:
         return shared
     per_node = []
     evidence = []

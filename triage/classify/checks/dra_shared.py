@@ -48,7 +48,7 @@ def _evidence(source: str, outcome: RequestOutcome) -> Evidence:
                     ".capacity.requests", _asked(outcome))
 
 
-def explain_capacity_unfit(subject: Subject, failing: Failing, source: str) -> Finding | None:
+def explain_capacity_unfit(failing: Failing, source: str) -> Finding | None:
     """The devices that meet the selectors lack the capacity asked or their policy refuses
     the amount (on nodes where none meets the selectors, those came less far)."""
     judged = _judged(failing, (LACKS, REFUSED))
@@ -75,8 +75,7 @@ def _free_note(fit: CapacityFit) -> str:
             else f" ({', '.join(s.claim for s in fit.shares)} share it)")
 
 
-def explain_capacity_too_large(subject: Subject, failing: Failing,
-                               source: str) -> Finding | None:
+def explain_capacity_too_large(failing: Failing, source: str) -> Finding | None:
     judged = _judged(failing, (TOO_SMALL,))
     if not judged:
         return None
@@ -100,8 +99,7 @@ def explain_capacity_too_large(subject: Subject, failing: Failing,
                       for _, device, fit in judged[:5]])
 
 
-def explain_capacity_exhausted(subject: Subject, failing: Failing,
-                               source: str) -> Finding | None:
+def explain_capacity_exhausted(failing: Failing, source: str) -> Finding | None:
     judged = _judged(failing, (USED_UP,))
     if not judged:
         return None
