@@ -73,16 +73,14 @@ def test_the_readme_says_where_each_cause_word_is_checked() -> None:
 
 # What reads a Kubernetes object's JSON shape, or hands one on: its sections, the node table
 # row's raw Node, the dict type, the Snapshot and the modules of raw helpers, and a check
-# going past its Subject's rows to the raw pod, spec, workload or Snapshot (or past the Rows,
-# to the Snapshot and raw objects only the row builders read).
+# going past its Subject's rows to the raw pod, spec, workload or Snapshot.
 RAW_SHAPES = {
     "section": re.compile(r'\.get\("(?:spec|metadata|status)"|\["(?:spec|metadata|status)"\]'),
     ".raw": re.compile(r"\.raw\b"),
     "K8sObject": re.compile(r"\bK8sObject\b"),
     "raw import": re.compile(r"^from (?:triage\.(?:snapshot|cache|pods)|scoring\.objects) import",
                              re.M),
-    "subject's raw": re.compile(r"\bsubject\.(?:snapshot|pod|spec|workload)\b"
-                                r"|\brows\.(?:snapshot|object_of)\b"),
+    "subject's raw": re.compile(r"\bsubject\.(?:snapshot|pod|spec|workload)\b"),
 }
 # Where those are allowed, by file, each with why: the row builders, which read raw by their
 # job (the list only shrinks).
@@ -127,8 +125,7 @@ def test_checks_and_scoring_read_rows_not_raw_objects(path: Path) -> None:
     ("labels(node.raw)", ".raw"), ("def f(pod: K8sObject) -> None:", "K8sObject"),
     ("from triage.snapshot import Snapshot", "raw import"),
     ("from scoring.objects import is_terminated", "raw import"),
-    ("subject.spec.get('x')", "subject's raw"), ("subject.rows.snapshot.pods", "subject's raw"),
-    ("rows.object_of(subject.row)", "subject's raw"),
+    ("subject.spec.get('x')", "subject's raw"),
 ])
 def test_the_raw_read_check_sees_each_shape(text: str, what: str) -> None:
     assert raw_reads(text) == {what}
@@ -150,6 +147,8 @@ SNAPSHOT_READERS = ("triage/snapshot.py", "triage/rows/", "triage/cache/", "tria
 # module may name the type for that signature alone, imported under TYPE_CHECKING (then it
 # is no name of the module when it runs), and reads the rows.
 SNAPSHOT_IN_SIGNATURE = {"triage/classify/resolve.py": "triage"}
+# The Rows hand the Snapshot and the raw objects of their rows to the row builders alone.
+PAST_THE_ROWS = re.compile(r"\brows\.(?:snapshot|object_of)\b")
 
 
 def _snapshot_import_nodes(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
@@ -200,14 +199,16 @@ def _holds_the_snapshot(module: ModuleType) -> list[str]:
 
 
 def snapshot_reach(path: Path, module: ModuleType) -> list[str]:
-    """How a module of the pure core reaches the Snapshot, by its import statements and by
-    what it holds once imported; empty when it does not."""
+    """How a module of the pure core reaches the Snapshot, by its import statements, by what
+    it holds once imported and through the Rows; empty when it does not."""
     relative = str(path.relative_to(REPO)) if path.is_relative_to(REPO) else path.name
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    text = path.read_text(encoding="utf-8")
+    tree = ast.parse(text)
     signature = SNAPSHOT_IN_SIGNATURE.get(relative)
     reach = [f"imports {ast.unparse(node)}" for node in _snapshot_import_nodes(tree)
              if signature is None or not _signature_only(tree, signature)]
-    return reach + [f"holds {name}" for name in _holds_the_snapshot(module)]
+    return (reach + [f"holds {name}" for name in _holds_the_snapshot(module)]
+            + [f"reads {found}" for found in sorted(set(PAST_THE_ROWS.findall(text)))])
 
 
 def _core_modules() -> list[Path]:
@@ -256,6 +257,9 @@ def _put_back(tmp_path: Path, relative: str, line: str) -> tuple[Path, ModuleTyp
     ("from triage.rows.table import Snapshot as Cluster", ["holds Cluster"]),
     ("from triage.cache import IndexedSnapshot",
      ["imports from triage.cache import IndexedSnapshot", "holds IndexedSnapshot"]),
+    # no import at all: through the Subject's Rows
+    ("_pods = lambda subject: subject.rows.snapshot.pods", ["reads rows.snapshot"]),
+    ("_pod = lambda subject: subject.rows.object_of(subject.row)", ["reads rows.object_of"]),
 ])
 def test_a_check_importing_the_snapshot_again_is_seen(tmp_path: Path, line: str,
                                                       seen: list[str]) -> None:
