@@ -52,10 +52,11 @@ RECORDED = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "scenari
 GPU = "nvidia.com/gpu"
 
 
-def _seconds(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
+def _seconds(action: Callable[[], object],
+             clock: Callable[[], float] = time.perf_counter) -> float:
+    started = clock()
     action()
-    return time.perf_counter() - started
+    return clock() - started
 
 
 def dump_dir(workdir: Path, nodes: int, pods: int, seed: int) -> Path:
@@ -120,11 +121,13 @@ def floor_seconds(snapshot: Any) -> float:
     return loop_floor(snapshot.nodes, used)
 
 
-def loop_floor(nodes: list[Mapping[str, Any]], used: Mapping[str, int]) -> float:
-    """The bare loop's median time over 21 passes (a pod tolerating not-ready nodes)."""
+def loop_floor(nodes: list[Mapping[str, Any]], used: Mapping[str, int],
+               clock: Callable[[], float] = time.perf_counter) -> float:
+    """The bare loop's median time over 21 passes (a pod tolerating not-ready nodes), by
+    ``clock``."""
     tolerations: list[Mapping[str, Any]] = [{"key": "node.kubernetes.io/not-ready",
                                              "operator": "Exists", "effect": "NoExecute"}]
-    runs = [_seconds(lambda: bare_loop(nodes, used, tolerations)) for _ in range(21)]
+    runs = [_seconds(lambda: bare_loop(nodes, used, tolerations), clock) for _ in range(21)]
     return statistics.median(runs)
 
 
@@ -508,11 +511,31 @@ def measure_paged(nodes: int, pods: int, seed: int, row: Callable[..., None],
     row(f"  slash command answer p50 ({len(answers)} pending pods)",
         percentile(answers, 0.5), loop, "× bare loop")
     row("  slash command answer p99", percentile(answers, 0.99), loop, "× bare loop")
+    answers_cpu, loop_cpu = result["answers_cpu"], result["loop_floor_cpu"]
+    print(f"    in thread CPU time: bare loop {loop_cpu * 1000:.1f} ms; answer p50 "
+          f"{percentile(answers_cpu, 0.5) / loop_cpu:.2f}×, p99 "
+          f"{percentile(answers_cpu, 0.99) / loop_cpu:.2f}×")
+    print("    by kind, median (max) × bare loop, wall / CPU: " + "; ".join(
+        f"{kind} {statistics.median(wall) / loop:.2f} ({max(wall) / loop:.2f}) / "
+        f"{statistics.median(spent) / loop_cpu:.2f} ({max(spent) / loop_cpu:.2f})"
+        for kind, (wall, spent) in _by_kind(paged_pending_refs()[:PAGED_ANSWERS], answers,
+                                            answers_cpu).items()))
     print(f"    full collections during the answers: {result['full_collections']} "
           f"({result['full_collection_seconds'] * 1000:.1f} ms)")
     counts = result["requests"]
     print(f"    API requests per answer from the cache: min {min(counts)}, max {max(counts)} "
           f"over {len(counts)} pods")
+
+
+def _by_kind(refs: list[str], wall: list[float], cpu: list[float],
+             ) -> dict[str, tuple[list[float], list[float]]]:
+    """The answers' wall and CPU times by the kind of pending pod (its name less the number)."""
+    kinds: dict[str, tuple[list[float], list[float]]] = {}
+    for ref, seconds, spent in zip(refs, wall, cpu, strict=True):
+        times = kinds.setdefault(ref.rpartition("/")[2].rpartition("-")[0], ([], []))
+        times[0].append(seconds)
+        times[1].append(spent)
+    return kinds
 
 
 def _path_of(request: Any) -> str:

@@ -5,11 +5,12 @@ python -m bench.watch_child [--answers [--profile-answers] | --profile] KUBECONF
 Prints a JSON line the moment the cache is ready (time to ready, CPU time until then, RSS),
 then one more: RSS after the triages and API requests per triage of each ref from the cache,
 and either the views from the cache or, with ``--answers``, each slash command's answer time
-(see ``answer``) and the full collections during them, against the bare loop over the cached
-nodes. ``--profile``: the ready path's lists instead (nodes, then pods, each listed and
-stored in this thread under cProfile), its top entries printed. ``--profile-answers``: after
-the timed answers, the same answers once more under cProfile, its top entries printed (on
-stderr, so the JSON lines stay the last of stdout).
+(see ``answer``; wall and this thread's CPU time) and the full collections during them,
+against the bare loop over the cached nodes (both times too). ``--profile``: the ready path's
+lists instead (nodes, then pods, each listed and stored in this thread under cProfile), its
+top entries printed. ``--profile-answers``: after the timed answers, the same answers once
+more under cProfile, its top entries printed (on stderr, so the JSON lines stay the last of
+stdout).
 """
 
 from __future__ import annotations
@@ -88,13 +89,15 @@ def measure_views(source: Any) -> dict[str, Any]:
     return figures
 
 
-def bare_loop_floor(source: Any) -> float:
-    """python -m bench's warm-triage floor over the cached nodes."""
+def bare_loop_floors(source: Any) -> dict[str, float]:
+    """python -m bench's warm-triage floor over the cached nodes, in wall and thread CPU time."""
     from bench.__main__ import GPU, loop_floor
 
     _, requested, _ = source.cache.pods.by_node_view()
-    return loop_floor(source.cache.nodes.view()[0],
-                      {name: int(amounts.get(GPU, 0)) for name, amounts in requested.items()})
+    nodes = source.cache.nodes.view()[0]
+    used = {name: int(amounts.get(GPU, 0)) for name, amounts in requested.items()}
+    return {"loop_floor": loop_floor(nodes, used),
+            "loop_floor_cpu": loop_floor(nodes, used, time.thread_time)}
 
 
 def answer(source: Any, ref: Any) -> int:
@@ -195,23 +198,25 @@ def main() -> int:
         return request(*args, **kwargs)
 
     reader._request = counted  # type: ignore[method-assign]
-    counts, timings = [], []
+    counts, timings, cpu = [], [], []
     with FullCollections() as full:
         for text in refs:
             ref = parse_ref(text)
-            before, started = sent, time.perf_counter()
+            # thread CPU: the reflectors' threads share the process
+            before, started, cpu_started = sent, time.perf_counter(), time.thread_time()
             if answers:
                 answer(source, ref)
             else:
                 triage(source.cache.snapshot_for(ref), ref)
             timings.append(time.perf_counter() - started)
+            cpu.append(time.thread_time() - cpu_started)
             counts.append(sent - before)
     rss_after = rss_bytes()
     if profiled:
         profile_answers(source, [parse_ref(text) for text in refs])
-    figures = {"answers": timings, "full_collections": full.count,
+    figures = {"answers": timings, "answers_cpu": cpu, "full_collections": full.count,
                "full_collection_seconds": full.seconds,
-               **({"loop_floor": bare_loop_floor(source)} if answers else measure_views(source))}
+               **(bare_loop_floors(source) if answers else measure_views(source))}
     source.stop()
 
     print(json.dumps({"rss_after": rss_after, "requests": counts, **figures}))
