@@ -9,9 +9,11 @@ no node, and every node keeps the outcome of the filter where it dropped out.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
+from decimal import Decimal
 from itertools import compress, groupby, repeat
-from operator import getitem, itemgetter
+from operator import getitem, is_, itemgetter
 
 from scoring.nodetable import NodeInfo
 from scoring.verdict import NodeReport
@@ -204,9 +206,10 @@ class _Funnel:
         nodes = self.nodes
         columns = subject.rows.node_columns
         self.names, shapes, resources = columns.names, columns.shapes, columns.resources
-        # per node: (the index of the filter that drops it, why), None if none does
-        dropped = _judged(subject, nodes, list(range(len(nodes))), shapes, first)
-        standing = [position for position, drop in enumerate(dropped) if drop is None]
+        # per node: (the index of the filter that drops it, why); (len(filters), "") if none
+        kept = len(filters)
+        dropped = _judged(subject, nodes, range(len(nodes)), shapes, first, kept)
+        standing = list(compress(range(len(nodes)), map(kept.__eq__, map(_at, dropped))))
         if rest and all(check.by_sums is not None and check.by_sums(subject)
                         for _, check in active[shaped:]):
             # Each of the rest reads only the node's capacity, allocatable and summed
@@ -215,19 +218,20 @@ class _Funnel:
             # judges a few dozen groups, not every node. The mappings are held here, so an id
             # stays theirs.
             sums = subject.rows.requested_of(map(self.names.__getitem__, standing))
-            keys = [(resources[position], id(summed))
-                    for position, summed in zip(standing, sums, strict=True)]
-            for position, drop in zip(standing, _judged(subject, nodes, standing, keys, rest),
-                                      strict=True):
-                dropped[position] = drop
+            keys = list(zip(map(resources.__getitem__, standing), map(id, sums), strict=True))
+            # (each standing node's entry set in C: list.__setitem__ by map)
+            deque(map(dropped.__setitem__, standing,
+                      _judged(subject, nodes, standing, keys, rest, kept)), maxlen=0)
+            node_sums: list[Mapping[str, Decimal] | None] = [None] * len(nodes)
+            deque(map(node_sums.__setitem__, standing, sums), maxlen=0)
+            subject.node_sums = node_sums
         elif rest:
             for position in standing:
-                dropped[position] = _first_drop(subject, nodes[position], rest)
+                dropped[position] = _first_drop(subject, nodes[position], rest) or (kept, "")
         # per node, in parallel lists: the index of the filter that drops it (len(filters):
         # none) and why; per filter, the positions of the nodes it drops
-        kept = len(filters)
-        self.at: list[int] = [kept if drop is None else drop[0] for drop in dropped]
-        self.why: list[str] = ["" if drop is None else drop[1] for drop in dropped]
+        self.at: list[int] = list(map(_at, dropped))
+        self.why: list[str] = list(map(_why, dropped))
         # (sorted by filter, stable: each filter's in order; grouped without a Python step
         # per node)
         by_filter = sorted(range(len(nodes)), key=self.at.__getitem__)
@@ -254,8 +258,7 @@ class _Funnel:
                 for position in self.dropped_at.get(self.passed - 1, ())]
 
     def standing(self) -> list[NodeInfo]:
-        passed = self.passed
-        return [node for node, at in zip(self.nodes, self.at, strict=True) if at >= passed]
+        return list(compress(self.nodes, map(self.passed.__le__, self.at)))
 
     def report_so_far(self) -> None:
         """subject.reports as the filters walked so far leave them: every node dropped so far
@@ -277,17 +280,16 @@ class _Funnel:
                 reports.update(zip(dropped, map(NodeReport, dropped, said, details),
                                    strict=True))
         else:
-            # per node: the outcome of the filter that dropped it (None: its reason, as HAMi's
-            # codes are), or fit if it stands after the filters walked
+            # per node: the outcome of the filter that dropped it, or fit if it stands after
+            # the filters walked; a filter without one (HAMi's codes) gives its reason
             state = list(map(min, self.at, repeat(passed)))
-            labels = [*outcomes[:passed], FIT]
+            labels = [*(outcome or "" for outcome in outcomes[:passed]), FIT]
             details = list(map(getitem, zip(whys, repeat("fits")), map(passed.__le__, self.at)))
-            named = [label for label in labels if label is not None]
-            if len(named) == len(labels):
-                made = list(map(NodeReport, names, map(named.__getitem__, state), details))
-            else:
-                made = [NodeReport(name, labels[at] or why, why)
-                        for name, at, why in zip(names, state, details, strict=True)]
+            words = list(map(labels.__getitem__, state))
+            for index in compress(range(passed), map(is_, outcomes, repeat(None))):
+                for position in self.dropped_at.get(index, ()):
+                    words[position] = details[position]
+            made = list(map(NodeReport, names, words, details))
             first = self.dropped_at.get(0, [])
             reports = dict(zip(map(names.__getitem__, first), map(made.__getitem__, first),
                                strict=True))
@@ -296,17 +298,21 @@ class _Funnel:
         self.subject.reports = reports
 
 
-def _judged(subject: Subject, nodes: tuple[NodeInfo, ...], positions: list[int],
-            keys: Sequence[Hashable], filters: list[tuple[int, NodeFilterFn]],
-            ) -> list[tuple[int, str] | None]:
-    """``_first_drop`` of the nodes at ``positions``, asked once per key (of the first node
-    with it, in order): nodes of one key give these filters the same answer."""
+def _judged(subject: Subject, nodes: tuple[NodeInfo, ...], positions: Sequence[int],
+            keys: Sequence[Hashable], filters: list[tuple[int, NodeFilterFn]], kept: int,
+            ) -> list[tuple[int, str]]:
+    """``_first_drop`` of the nodes at ``positions`` ((kept, "") where none drops it), asked
+    once per key (of the first node with it, in order): nodes of one key give these filters
+    the same answer."""
     # each key's first position (built backwards, so the first one stays), in order
     backwards = zip(reversed(keys), reversed(positions), strict=True)
     first_of = sorted(dict(backwards).items(), key=itemgetter(1))
-    answers = {key: _first_drop(subject, nodes[position], filters)
+    answers = {key: _first_drop(subject, nodes[position], filters) or (kept, "")
                for key, position in first_of}
-    return [answers[key] for key in keys]
+    return list(map(answers.__getitem__, keys))
+
+
+_at, _why = itemgetter(0), itemgetter(1)
 
 
 def _first_drop(subject: Subject, node: NodeInfo,

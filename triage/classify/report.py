@@ -3,9 +3,12 @@ scores, the node summary, and the scheduler's own words."""
 
 from __future__ import annotations
 
-from collections import Counter
-from itertools import chain, compress, islice, repeat
-from operator import attrgetter, is_, not_
+from collections import Counter, deque
+from collections.abc import Mapping
+from decimal import Decimal
+from itertools import compress, islice, repeat
+from operator import attrgetter, is_, is_not, methodcaller, not_
+from typing import cast
 
 from scoring.events import scheduler_scores
 from scoring.hami import pick_order
@@ -130,56 +133,36 @@ def _describe_node(subject: Subject, node: NodeInfo, report: NodeReport) -> None
 
 _ORDER = {info.cause.value: i for i, info in enumerate(CAUSES)}
 _HAMI_REASON_ORDER = _ORDER[Cause.DEVICE_UNFIT.value]  # HAMi reason strings sort as device-unfit
-_FIT_RANK = _ORDER.get(FIT, _HAMI_REASON_ORDER)
 
 
 def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
     """The reports, the fit ones scored, worst first: by the outcome's place in the vocabulary
     (HAMi reasons and fit where device-unfit sits), then the highest score, then by name.
 
-    Sorted by name once, then grouped by outcome in that order (the same order as sorting by
-    the whole key, without a Python step per node of a 100,000-node answer).
+    In the node table's order (by name: every node has a report), then (stably) by score,
+    then by rank: each key looked up per distinct outcome or score (a few on 100,000 nodes),
+    without a Python step per report.
     """
-    rows = subject.rows
-    by_name = sorted(subject.reports.values(), key=_by_name)
+    reports = subject.reports
+    by_name = list(map(reports.__getitem__, subject.rows.node_columns.names)) if reports else []
     outcomes = list(map(_outcome, by_name))
-    groups = _by_rank(by_name, outcomes)
-    fit = [(report, node) for report in compress(by_name, map(FIT.__eq__, outcomes))
-           if (node := rows.node(report.name)) is not None]
-    for (report, _), score in zip(fit, _scores(subject, [node for _, node in fit], policy),
-                                  strict=True):
-        report.score = score
-    if _FIT_RANK in groups:  # only fit reports have scores yet
-        groups[_FIT_RANK].sort(key=_by_score)  # stable: by name among equal scores
-    return list(chain.from_iterable(groups[rank] for rank in sorted(groups)))
-
-
-_FEW_OUTCOMES = 16  # outcomes picked one pass each; more, one step per report
-
-
-def _by_rank(by_name: list[NodeReport], outcomes: list[str]) -> dict[int, list[NodeReport]]:
-    """The reports by their outcome's rank, each rank's by name. A few outcomes are picked in
-    a pass each, without a Python step per report (HAMi's reasons may be many: then so)."""
-    groups: dict[int, list[NodeReport]] = {}
-    if len(set(outcomes)) > _FEW_OUTCOMES:
-        for report in by_name:
-            groups.setdefault(_ORDER.get(report.outcome, _HAMI_REASON_ORDER), []).append(report)
-        return groups
-    for outcome in dict.fromkeys(outcomes):
-        rank = _ORDER.get(outcome, _HAMI_REASON_ORDER)
-        picked = list(compress(by_name, map(outcome.__eq__, outcomes)))
-        groups[rank] = sorted([*groups[rank], *picked], key=_by_name) if rank in groups \
-            else picked
-    return groups
+    fit = list(compress(range(len(by_name)), map(FIT.__eq__, outcomes)))
+    # each fit report's score set (by map: no Python step per fit node of 100,000)
+    deque(map(setattr, map(by_name.__getitem__, fit), repeat("score"),
+              _scores(subject, fit, policy)), maxlen=0)
+    order = list(range(len(by_name)))
+    if fit:  # only fit reports have scores yet: the others' score key is the same, 0
+        scores = list(map(_score, by_name))
+        highest_first = {score: -(score or 0) for score in set(scores)}
+        order.sort(key=list(map(highest_first.__getitem__, scores)).__getitem__)
+    rank = {outcome: _ORDER.get(outcome, _HAMI_REASON_ORDER) for outcome in set(outcomes)}
+    order.sort(key=list(map(rank.__getitem__, outcomes)).__getitem__)
+    return list(map(by_name.__getitem__, order))
 
 
 _by_name = attrgetter("name")
 _outcome = attrgetter("outcome")
 _score = attrgetter("score")
-
-
-def _by_score(report: NodeReport) -> float:
-    return -(report.score or 0)
 
 
 def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
@@ -193,19 +176,34 @@ def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
     return published + gfd_devices(node.labels)
 
 
-def _scores(subject: Subject, nodes: list[NodeInfo], policy: str) -> list[float | None]:
-    """``_own_score`` of each node. A whole-GPU score reads only the node's allocatable of the
-    resource and the sum its pods request: worked out once per pair of them (a few on
-    100,000 nodes); a HAMi score per node (its devices' usage)."""
+def _scores(subject: Subject, positions: list[int], policy: str) -> list[float | None]:
+    """``_own_score`` of the nodes at these positions of the node table. A whole-GPU score
+    reads only the node's allocatable of the resource and the sum its pods request: worked
+    out once per kind of node (``NodeInfo.resources``) and summed request (a few on 100,000
+    nodes); a HAMi score per node (its devices' usage)."""
+    table = subject.rows.node_table
     if subject.hami is not None or not subject.gpu:
-        return [_own_score(subject, node, policy) for node in nodes]
-    resource = primary(subject)
-    sums = subject.rows.requested_of(map(_by_name, nodes))
-    keys = [(node.allocatable.get(resource), summed.get(resource))
-            for node, summed in zip(nodes, sums, strict=True)]
-    first_of = dict(zip(reversed(keys), reversed(nodes), strict=True))
-    known = {key: _own_score(subject, node, policy) for key, node in first_of.items()}
+        return [_own_score(subject, table[position], policy) for position in positions]
+    of_resource = methodcaller("get", primary(subject))
+    resources = subject.rows.node_columns.resources
+    keys = list(zip(map(resources.__getitem__, positions),
+                    map(of_resource, _sums_of(subject, positions)), strict=True))
+    first_of = dict(zip(reversed(keys), reversed(positions), strict=True))
+    known = {key: _own_score(subject, table[position], policy)
+             for key, position in first_of.items()}
     return list(map(known.__getitem__, keys))
+
+
+def _sums_of(subject: Subject, positions: list[int]) -> list[Mapping[str, Decimal]]:
+    """The summed requests of the nodes at these positions: those the funnel read, unless it
+    read none of some (then the Snapshot's, by name)."""
+    read = subject.node_sums
+    if read:
+        found = list(map(read.__getitem__, positions))
+        if None not in found:
+            return cast(list[Mapping[str, Decimal]], found)
+    names = subject.rows.node_columns.names
+    return subject.rows.requested_of(map(names.__getitem__, positions))
 
 
 def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
@@ -233,16 +231,19 @@ def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> s
     if not reports:
         # No node filter ran (the pod asks for no GPU): nothing to say about nodes.
         return "" if subject.rows.has_nodes else "no nodes in the cluster"
-    fit = [r for r in reports if r.outcome == FIT]
+    outcomes = list(map(_outcome, reports))
+    fit = list(compress(reports, map(FIT.__eq__, outcomes)))
     counts: dict[str, int] = {}  # in the order each word first comes
-    for outcome, n in Counter(map(_outcome, reports)).items():
+    for outcome, n in Counter(outcomes).items():
         if outcome != FIT:
             word = outcome if outcome in _SUMMARY_WORDS else Cause.DEVICE_UNFIT.value
             counts[word] = counts.get(word, 0) + n
     breakdown = ", ".join(f"{n} {word}" for word, n in counts.items())
-    scores = {r.name: r.score for r in fit if r.score is not None}
-    unscored = [r.name for r in fit if r.score is None]
-    ordered = [*pick_order(scores, policy, first=5), *unscored[:5]][:5]
+    names, fit_scores = list(map(_by_name, fit)), list(map(_score, fit))
+    scored = list(map(is_not, fit_scores, repeat(None)))
+    scores = dict(zip(compress(names, scored), compress(fit_scores, scored), strict=True))
+    unscored = list(islice(compress(names, map(not_, scored)), 5))
+    ordered = [*pick_order(scores, policy, first=5), *unscored][:5]
     shown = ", ".join(f"{name}: {scores[name]:.2f}" if name in scores else name
                       for name in ordered) + (f", +{len(fit) - 5} more" if len(fit) > 5 else "")
     total = len(reports)

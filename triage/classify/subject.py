@@ -67,6 +67,9 @@ class Subject:
     queue_owner: QueueOwner | None = None
     # Node outcomes, filled as node filters run: name -> report
     reports: dict[str, NodeReport] = field(default_factory=dict)
+    # per node of the node table, in its order: the summed requests the funnel read, for the
+    # nodes its sums-reading filters judged (None for the others; empty: none read)
+    node_sums: Sequence[Mapping[str, Decimal] | None] = ()
     hami_fits: dict[str, HamiNodeFit | None] = field(default_factory=dict)  # computed once
     # The checks this subject runs through, in order (set by the pipeline).
     checks: Sequence[Check] = ()

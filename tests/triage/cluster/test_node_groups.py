@@ -7,6 +7,8 @@ Every expected outcome below is worked out by hand from the scenario's objects."
 from __future__ import annotations
 
 import copy
+import json
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,11 +57,12 @@ def scores(source: TriageSource, ref: str) -> dict[str, float | None]:
 
 
 @contextmanager
-def reader(name: str, tmp_path: Path) -> Iterator[tuple[TriageSource, FakeKubeAPI | None]]:
+def reader(name: str, tmp_path: Path, cluster: Path = GROUPS,
+           ) -> Iterator[tuple[TriageSource, FakeKubeAPI | None]]:
     if name == "dump":
-        yield SnapshotSource(GROUPS), None
+        yield SnapshotSource(cluster), None
         return
-    with FakeKubeAPI(GROUPS) as server:
+    with FakeKubeAPI(cluster) as server:
         if name == "live":
             yield LiveSource(kubeconfig=str(server.kubeconfig(tmp_path / "kubeconfig"))), server
             return
@@ -109,3 +112,34 @@ def test_a_watch_event_moves_one_node_out_of_its_group(tmp_path: Path) -> None:
         server.apply(lifted)
         eventually(lambda: outcomes(source, "grp/two-gpus")["gpu-a100-4"] == FITS)
         assert outcomes(source, "grp/two-gpus")["gpu-a100-5"] == OTHER_POOL
+
+
+def with_eight_gpus(node_name: str, tmp_path: Path) -> Path:
+    """The scenario, one node reporting 8 nvidia.com/gpu (capacity and allocatable) as a node
+    with twice the cards would: its pods' sums stay those of its group."""
+    cluster = tmp_path / "node-groups"
+    shutil.copytree(GROUPS, cluster)
+    listed = json.loads((cluster / "nodes.json").read_text())
+    for node in listed["items"]:
+        if node["metadata"]["name"] == node_name:
+            node["status"]["capacity"]["nvidia.com/gpu"] = "8"
+            node["status"]["allocatable"]["nvidia.com/gpu"] = "8"
+    (cluster / "nodes.json").write_text(json.dumps(listed))
+    return cluster
+
+
+@pytest.mark.parametrize("name", READERS)
+def test_nodes_holding_alike_with_other_gpu_counts_keep_their_own_scores(
+        name: str, tmp_path: Path) -> None:
+    """gpu-a100-6 and -7 hold nothing (one sums mapping in the cache): with 8 GPUs, -6 scores
+    (0 + 2) / 8, -7 keeps (0 + 2) / 4; the fit nodes are listed best first, then by name, and
+    the summary names them so."""
+    with reader(name, tmp_path, with_eight_gpus("gpu-a100-6", tmp_path)) as (source, _):
+        verdict = source.triage(ref_of("grp/two-gpus"))
+    assert [(n.name, n.outcome, n.score) for n in verdict.nodes] == [
+        ("gpu-a100-5", "selector-mismatch", None), ("gpu-a100-4", "taint-untolerated", None),
+        ("gpu-a100-1", "exhausted", None), ("gpu-a100-2", "fit", 1.0),
+        ("gpu-a100-3", "fit", 1.0), ("gpu-a100-7", "fit", 0.5), ("gpu-a100-6", "fit", 0.25)]
+    assert verdict.node_summary == (
+        "7 nodes: 3 not fit (1 selector-mismatch, 1 taint-untolerated, 1 exhausted), 4 fit "
+        "(gpu-a100-2: 1.00, gpu-a100-3: 1.00, gpu-a100-7: 0.50, gpu-a100-6: 0.25)")

@@ -493,6 +493,11 @@ def test_fetched_pods_override_a_stale_cache_as_a_cold_read_would(
     assert isinstance(cached, IndexedSnapshot)
     assert node_views(cached) == node_views(read_snapshot(cache.cache.reader.api_client, ref))
     assert node_views(cached)["gpu-a10-full"] == a10_full
+    # the sums the funnel reads of every node at once count the fetched pod as well
+    assert isinstance(a10_full, tuple)
+    names = [node["metadata"]["name"] for node in cached.nodes]
+    summed = cached.requested_of(names)[names.index("gpu-a10-full")]
+    assert {resource: n for resource, n in summed.items() if n} == a10_full[1]
 
 
 def test_nodes_of_a_pool_share_what_they_have_alike_and_keep_their_own() -> None:
