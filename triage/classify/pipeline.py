@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from itertools import compress, groupby, repeat
-from operator import getitem, is_, itemgetter
+from operator import itemgetter
 
 from scoring.nodetable import NodeInfo
 from scoring.verdict import NodeReport
@@ -234,10 +234,10 @@ class _Funnel:
         self.why: list[str] = list(map(_why, dropped))
         # (sorted by filter, stable: each filter's in order; grouped without a Python step
         # per node)
-        by_filter = sorted(range(len(nodes)), key=self.at.__getitem__)
+        self.by_filter = sorted(range(len(nodes)), key=self.at.__getitem__)
         self.dropped_at: dict[int, list[int]] = {
             index: list(positions)
-            for index, positions in groupby(by_filter, key=self.at.__getitem__)
+            for index, positions in groupby(self.by_filter, key=self.at.__getitem__)
             if index != kept}
         # the outcome each filter gives a node it drops; None: the reason itself (HAMi codes)
         self.outcomes = [None if check.outcome_is_reason else (check.outcome or check.cause).value
@@ -280,15 +280,16 @@ class _Funnel:
                 reports.update(zip(dropped, map(NodeReport, dropped, said, details),
                                    strict=True))
         else:
-            # per node: the outcome of the filter that dropped it, or fit if it stands after
-            # the filters walked; a filter without one (HAMi's codes) gives its reason
-            state = list(map(min, self.at, repeat(passed)))
-            labels = [*(outcome or "" for outcome in outcomes[:passed]), FIT]
-            details = list(map(getitem, zip(whys, repeat("fits")), map(passed.__le__, self.at)))
-            words = list(map(labels.__getitem__, state))
-            for index in compress(range(passed), map(is_, outcomes, repeat(None))):
-                for position in self.dropped_at.get(index, ()):
-                    words[position] = details[position]
+            # per node: the outcome of the filter that dropped it (a HAMi filter's: its reason)
+            # and why, or fit if it stands after the filters walked; set a filter's nodes at a
+            # time, in C (list.__setitem__ by map)
+            words, details = [FIT] * len(names), list(whys)
+            for index in range(passed):
+                positions, outcome = self.dropped_at.get(index, ()), outcomes[index]
+                said = map(whys.__getitem__, positions) if outcome is None else repeat(outcome)
+                deque(map(words.__setitem__, positions, said), maxlen=0)
+            standing = self.by_filter[len(names) - self.left:]  # sorted by filter: the last
+            deque(map(details.__setitem__, standing, repeat("fits")), maxlen=0)
             made = list(map(NodeReport, names, words, details))
             first = self.dropped_at.get(0, [])
             reports = dict(zip(map(names.__getitem__, first), map(made.__getitem__, first),
