@@ -522,6 +522,25 @@ def test_nodes_of_a_pool_share_what_they_have_alike_and_keep_their_own() -> None
     assert rows["gpu-a100-1"].raw == slim_node(node)  # its twin's event left it alone
 
 
+def test_a_list_builds_the_node_table_so_the_first_answer_reads_it_built(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The table a triage reads of every node is built as the list replaces the nodes (in
+    the reflector's thread); a node event leaves the next triage to build it again."""
+    listed = json.loads((SEVEN / "nodes.json").read_text())["items"]
+    store = NodeStore()
+    store.replace([store.slim(node) for node in reversed(listed)])
+
+    def not_here(rows: object) -> object:
+        raise AssertionError("the node table was built by its reader")
+
+    monkeypatch.setattr("triage.cache.stores.node_columns", not_here)
+    names = sorted(node["metadata"]["name"] for node in listed)
+    assert store.table()[3].names == tuple(names)
+    store.upsert(listed[0])
+    with pytest.raises(AssertionError, match="built by its reader"):
+        store.table()
+
+
 def test_pods_of_one_kind_share_what_they_have_alike_and_keep_their_own() -> None:
     pod = json.loads((SEVEN / "pods.json").read_text())["items"][0]
     twin = copy.deepcopy(pod)
