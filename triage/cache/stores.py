@@ -65,7 +65,15 @@ class NodeStore:
         return kept
 
     def upsert(self, node: K8sObject) -> None:
-        row = node_info(self._kept(slim_node(node)), self._resources_of)
+        kept = self._kept(slim_node(node))
+        with self._lock:
+            known = self._nodes.get(str(kept.get("metadata", {}).get("name", "")))
+        if known is not None and _same_but_version(known.raw, kept):
+            # the kubelet's status report (every few minutes, from every node: hundreds of
+            # events a second at 100,000 nodes) changes only times gpuwhy does not keep: the
+            # table stays built
+            return
+        row = node_info(kept, self._resources_of)
         with self._lock:
             # replacing a known node keeps its place; only a new one spoils the order
             self._in_order = self._in_order and row.name in self._nodes
@@ -136,3 +144,14 @@ class ObjectStore:
 def without_managed_fields(obj: K8sObject) -> K8sObject:
     metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
     return {**obj, "metadata": metadata}
+
+
+def _same_but_version(kept: K8sObject, fresh: K8sObject) -> bool:
+    """The two kept copies of a node say the same but for their resourceVersion (what they
+    share of their pool is one object, so most parts compare by identity)."""
+    if kept.keys() != fresh.keys():
+        return False
+    old, new = kept.get("metadata", {}), fresh.get("metadata", {})
+    return (all(kept[part] == fresh[part] for part in kept if part != "metadata")
+            and old.keys() == new.keys()
+            and all(old[field] == new[field] for field in old if field != "resourceVersion"))

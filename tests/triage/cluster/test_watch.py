@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -536,9 +537,43 @@ def test_a_list_builds_the_node_table_so_the_first_answer_reads_it_built(
     monkeypatch.setattr("triage.cache.stores.node_columns", not_here)
     names = sorted(node["metadata"]["name"] for node in listed)
     assert store.table()[3].names == tuple(names)
-    store.upsert(listed[0])
+    cordoned = copy.deepcopy(listed[0])
+    cordoned["spec"]["unschedulable"] = True
+    store.upsert(cordoned)
     with pytest.raises(AssertionError, match="built by its reader"):
         store.table()
+
+
+def test_a_node_status_report_that_changes_only_times_keeps_the_node_table() -> None:
+    """The kubelet reports every node's status every few minutes: a report that changes only
+    heartbeat times and the resourceVersion leaves the node table as built; one that changes
+    what gpuwhy keeps (a condition, a label, an annotation) builds it again."""
+    listed = json.loads((SEVEN / "nodes.json").read_text())["items"]
+    store = NodeStore()
+    store.replace([store.slim(node) for node in listed])
+    table = store.table()
+
+    def reported(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        node = copy.deepcopy(listed[0])
+        node["metadata"]["resourceVersion"] = "999999"
+        for condition in node["status"]["conditions"]:
+            condition["lastHeartbeatTime"] = "2026-12-02T07:00:00Z"
+        change(node)
+        return node
+
+    store.upsert(reported(lambda node: None))
+    assert store.table() is table
+    store.upsert(listed[0])  # the same node again
+    assert store.table() is table
+    for change in (lambda node: node["status"]["conditions"][-1].update(status="Unknown"),
+                   lambda node: node["metadata"]["labels"].update(pool="moved"),
+                   lambda node: node["metadata"].setdefault("annotations", {}).update(a="b")):
+        store.upsert(reported(change))
+        rebuilt = store.table()
+        assert rebuilt is not table
+        [row] = [row for row in rebuilt[1] if row.name == listed[0]["metadata"]["name"]]
+        assert row.raw == slim_node(reported(change))
+        table = rebuilt
 
 
 def test_pods_of_one_kind_share_what_they_have_alike_and_keep_their_own() -> None:
