@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 from datetime import UTC, datetime
+from itertools import islice
 from typing import Any, TypeVar
 
 from kubernetes.client import ApiClient
@@ -102,9 +103,10 @@ log = logging.getLogger(__name__)
 # server's fairness share.
 PINNED_SHARE = 0.25
 POD_READERS = 8
-# Nodes beyond the pinned ones whose pods an answer may still ask for (a node elsewhere with
-# room, named as the way out of exhausted) before every pod is listed instead.
-MAX_EXTRA_NODES = 16
+# Times an answer may still ask for pods beyond the pinned nodes' (a node elsewhere with room,
+# named as the way out of exhausted) before every pod is listed instead. Each time, the node
+# asked for and the unread ones after it in the node list are read (POD_READERS in all).
+MAX_EXTRA_READS = 16
 
 
 def may_pin(pod: K8sObject | None) -> bool:
@@ -218,14 +220,27 @@ def _read_snapshot(reader: ClusterReader, ref: PodRef, page_size: int,
                              ).summing_by_kind()
 
 
+def nodes_from(snapshot: NodesReadSnapshot, asked: str) -> list[str]:
+    """The node an answer asked for and the unread ones after it in the node list,
+    POD_READERS in all. An answer looking beyond the pinned nodes goes through them in list
+    order (exhausted's way out: the first node elsewhere with room), and POD_READERS lists
+    cost one round trip where one list at a time costs one each."""
+    names = [node_name(node) for node in snapshot.nodes]
+    after = names[names.index(asked) + 1:] if asked in names else []
+    return [asked, *islice((name for name in after if name not in snapshot.read_on),
+                           POD_READERS - 1)]
+
+
 def _read_more(reader: ClusterReader, snapshot: NodesReadSnapshot, missing: PodsNotRead,
-               pinned: int, page_size: int) -> Snapshot:
-    """The snapshot with the pods an answer asked for: one more node's, or every pod."""
-    if missing.node is not None and len(snapshot.read_on) < pinned + MAX_EXTRA_NODES:
+               reads: int, page_size: int) -> Snapshot:
+    """The snapshot with the pods an answer asked for (``reads`` times before): those of
+    the node it named and the next ones (``nodes_from``), or every pod."""
+    if missing.node is not None and reads < MAX_EXTRA_READS:
+        more = nodes_from(snapshot, missing.node)
         with bulk_parse(freeze=False):
-            added = read_pods_on(reader, [missing.node], page_size)
+            added = read_pods_on(reader, more, page_size)
         return replace(snapshot, pods=[*snapshot.pods, *added],
-                       read_on=snapshot.read_on | {missing.node}
+                       read_on=snapshot.read_on | set(more)
                        ).keeping_pod_free_indexes(snapshot).summing_by_kind()
     with bulk_parse(freeze=False):
         pods = _all_pods(reader, page_size)
@@ -242,14 +257,15 @@ def answer_cold(api_client: ApiClient, ref: PodRef, answer: Callable[[Snapshot],
     answer is always the one every pod would give."""
     reader = ClusterReader(api_client, timeout)
     snapshot = _read_snapshot(reader, ref, page_size, cluster)
-    pinned = len(snapshot.read_on) if isinstance(snapshot, NodesReadSnapshot) else 0
+    reads = 0
     while True:
         try:
             return answer(snapshot)
         except PodsNotRead as missing:
             if not isinstance(snapshot, NodesReadSnapshot):
                 raise
-            snapshot = _read_more(reader, snapshot, missing, pinned, page_size)
+            snapshot = _read_more(reader, snapshot, missing, reads, page_size)
+            reads += 1
 
 
 def read_cluster(api_client: ApiClient, page_size: int = DEFAULT_PAGE_SIZE,

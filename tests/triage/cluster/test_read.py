@@ -54,7 +54,7 @@ def as_kubectl_dumps_it(directory: Path, copy: Path) -> Path:
 
 # How a cold read may read pods: every pod listed; each pinned pod's nodes read one by one
 # (whatever their share of the nodes), more nodes read as the answer asks; or the same, with
-# no node beyond the pinned ones (the answer that asks for one gets every pod instead).
+# no read beyond the pinned nodes' (the answer that asks for one gets every pod instead).
 POD_READS = {"listed": (0.0, 16), "pinned": (1.0, 16), "pinned-then-listed": (1.0, 0)}
 
 
@@ -64,7 +64,7 @@ def test_every_scenario_gets_the_dumps_verdict_live(directory: Path, tmp_path: P
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     share, extra = POD_READS[reads]
     monkeypatch.setattr(cold, "PINNED_SHARE", share)
-    monkeypatch.setattr(cold, "MAX_EXTRA_NODES", extra)
+    monkeypatch.setattr(cold, "MAX_EXTRA_READS", extra)
     expected = json.loads((directory / "expected.json").read_text())
     dump = SnapshotSource(as_kubectl_dumps_it(directory, tmp_path / "dump"))
     with FakeKubeAPI(directory) as server:
@@ -275,9 +275,39 @@ def test_pods_an_answer_asks_for_beyond_the_pinned_nodes_are_read(
 
     assert cold.answer_cold(client, ref_of("research/full"), answer) == 2
     assert asked == ["NodesReadSnapshot", "NodesReadSnapshot"]
-    assert [r.query["fieldSelector"].split(",")[0] for r in api.requests
-            if "spec.nodeName=" in r.query.get("fieldSelector", "")] == [
-        "spec.nodeName=gpu-a10-full", "spec.nodeName=gpu-a100-1"]
+    # with gpu-a100-1, the unread nodes after it in the node list (read alongside)
+    node_reads = [r.query["fieldSelector"].split(",")[0].removeprefix("spec.nodeName=")
+                  for r in api.requests if "spec.nodeName=" in r.query.get("fieldSelector", "")]
+    assert node_reads[0] == "gpu-a10-full"
+    assert sorted(node_reads[1:]) == [
+        "gpu-a100-1", "gpu-h100-reserved", "gpu-t4-noplugin", "gpu-v100-broken"]
+
+
+def test_an_answer_going_through_the_nodes_in_list_order_runs_once_per_batch_read(
+        client: ApiClient, api: FakeKubeAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Exhausted's way out asks node after node in list order. Two lists at a time here: the
+    # node asked for and the next unread one come in one round trip, so three nodes asked
+    # for one by one cost two more runs of the answer, not three.
+    monkeypatch.setattr(cold, "POD_READERS", 2)
+    read_on: list[list[str]] = []
+    asked = ("gpu-a100-1", "gpu-h100-reserved", "gpu-t4-noplugin")
+
+    def answer(snapshot: Snapshot) -> list[int]:
+        assert isinstance(snapshot, NodesReadSnapshot)
+        read_on.append(sorted(snapshot.read_on))
+        return [len(snapshot.pods_on(name)) for name in asked]
+
+    dump = Snapshot.from_dir(SEVEN)
+    assert cold.answer_cold(client, ref_of("research/full"), answer) == [
+        len([p for p in dump.pods_on(name) if not is_terminated(p)]) for name in asked]
+    assert read_on == [
+        ["gpu-a10-full"],
+        ["gpu-a10-full", "gpu-a100-1", "gpu-h100-reserved"],
+        ["gpu-a10-full", "gpu-a100-1", "gpu-h100-reserved", "gpu-t4-noplugin",
+         "gpu-v100-broken"]]
+    assert sorted(r.query["fieldSelector"].split(",")[0] for r in api.requests
+                  if "spec.nodeName=" in r.query.get("fieldSelector", "")) == [
+        f"spec.nodeName={name}" for name in read_on[-1]]
 
 
 def test_an_answer_read_again_with_more_pods_keeps_the_node_table(
