@@ -1,7 +1,7 @@
 """Absent pods (triage/classify/checks/admission.py) on recordings changed the way a cluster
-can: a deleted pod's latest event without a reason (a100-pool), a RuntimeClass rejection that
-names another class than the template does now, six holders of a full quota and two full
-quotas at once (seven-states)."""
+can: a deleted pod's latest event without a reason, or its only event left (a100-pool); a
+RuntimeClass rejection that names another class than the template does now, six holders of a
+full quota and two full quotas at once (seven-states)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,21 @@ def test_a_remaining_event_without_a_reason_is_named_as_unknown() -> None:
     assert [(e.object, e.field, e.value) for e in verdict.evidence] == [
         ("namespace lab", "pods, workloads", "nothing named gone-trainer"),
         ("Pod lab/gone-trainer", "event ?", "Stopping container train")]
+
+
+def test_one_remaining_event_is_told_in_the_singular() -> None:
+    lists = load_lists(FIXTURES / "scenarios-extra" / "a100-pool")
+    # the older of its two events expired (the API server keeps events about an hour)
+    lists["events"] = [e for e in lists["events"]
+                       if not (e["involvedObject"].get("name") == "gone-trainer"
+                               and e.get("reason") == "Scheduled")]
+    verdict = answer(lists, "lab/gone-trainer")
+    assert (verdict.cause, verdict.action) == (
+        "pod-not-found",
+        "no pod or workload named lab/gone-trainer exists now, but 1 event about it remains"
+        " (latest: Killing at 2026-11-30T13:41:10): it was deleted, or finished and cleaned up."
+        " Check who deletes it (kubectl -n lab get events --field-selector"
+        " involvedObject.name=gone-trainer).")
 
 
 @pytest.mark.parametrize(("template", "named"), [
