@@ -130,15 +130,22 @@ def test_a_pod_with_a_controller_is_left_to_it(lists: Lists) -> None:
         " the pod so its controller makes a new one.")
 
 
-def test_a_node_that_is_not_ready(lists: Lists) -> None:
+@pytest.mark.parametrize(("said", "unready"), [
+    ({"reason": "NodeStatusUnknown", "message": "Kubelet stopped posting node status."},
+     "Unknown: NodeStatusUnknown, Kubelet stopped posting node status."),
+    ({"message": "Kubelet stopped posting node status."},
+     "Unknown: ?, Kubelet stopped posting node status."),
+    ({"reason": "NodeStatusUnknown"}, "Unknown: NodeStatusUnknown"),
+], ids=["reason-and-message", "no-reason", "no-message"])
+def test_a_node_that_is_not_ready(lists: Lists, said: dict[str, str], unready: str) -> None:
     node = find(lists["nodes"], "gpu-a100-1")
     for condition in node["status"]["conditions"]:
         if condition["type"] == "Ready":
-            condition.update(status="Unknown", reason="NodeStatusUnknown",
-                             message="Kubelet stopped posting node status.")
+            condition.pop("reason", None)
+            condition.pop("message", None)
+            condition.update(status="Unknown", **said)
     _pod(lists)["status"] = {"phase": "Pending"}
     verdict = _answer(lists)
-    unready = "Unknown: NodeStatusUnknown, Kubelet stopped posting node status."
     assert (verdict.cause, verdict.action) == (
         "node-runtime-error",
         f"research/ok is bound to gpu-a100-1, but gpu-a100-1 is not Ready ({unready}): its"
