@@ -19,6 +19,7 @@ from functools import cached_property
 from typing import Any
 
 from scoring.hami import Registration, parse_registration
+from scoring.identity import ByIdentity
 from scoring.nodes import blocking_taints, labels, node_name, not_ready
 from scoring.objects import K8sObject
 from scoring.quantity import QuantityError, parse_quantity, quantity_int
@@ -106,27 +107,16 @@ def node_resources(node: K8sObject) -> NodeResources:
         (capacity, allocatable, node.get("status", {}).get("allocatable")))))
 
 
-# distinct (capacity, allocatable) pairs a long-lived table remembers (a watch cache's nodes
-# change: what it no longer holds must not stay)
-MAX_SHARED_RESOURCES = 10_000
-
-
 def shared_resources() -> Callable[[K8sObject], NodeResources]:
     """``node_resources``, worked out once for the nodes that share their capacity and
-    allocatable objects (a list read keeps a pool's so: triage.cache.listpages), found by those
-    objects' identities and held with them, so an identity is never another object's."""
-    known: dict[tuple[int, int], tuple[NodeResources, object, object]] = {}
+    allocatable objects (a list read keeps a pool's so: triage.cache.listpages)."""
+    known: ByIdentity[NodeResources] = ByIdentity()
 
     def resources_of(node: K8sObject) -> NodeResources:
         status = node.get("status", {})
-        capacity, allocatable = status.get("capacity"), status.get("allocatable")
-        key = (id(capacity), id(allocatable))
-        found = known.get(key)
-        if found is None:
-            if len(known) >= MAX_SHARED_RESOURCES:
-                known.clear()
-            found = known[key] = (node_resources(node), capacity, allocatable)
-        return found[0]
+        parts = (status.get("capacity"), status.get("allocatable"))
+        found = known.get(parts)
+        return known.put(parts, node_resources(node)) if found is None else found
 
     return resources_of
 

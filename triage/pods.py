@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from scoring.identity import ByIdentity
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.quantity import QuantityError, parse_quantity
 from triage.config import TriageConfig
@@ -203,10 +204,14 @@ def effective_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
 
 # What ``effective_requests`` reads of a spec: pods whose fields these are one kind of pod.
 REQUEST_FIELDS = ("containers", "initContainers", "overhead", "resources")
-# A kind's effective requests by the identities of its REQUEST_FIELDS, held with those objects
-# so an identity is never another object's; MAX_KINDS of them at most.
-KindRequests = dict[tuple[int, ...], tuple[dict[str, Decimal], tuple[object, ...]]]
-MAX_KINDS = 10_000
+# A kind's effective requests, by the identities of its REQUEST_FIELDS
+KindRequests = ByIdentity[dict[str, Decimal]]
+
+
+def request_fields(pod: K8sObject) -> tuple[object, ...]:
+    """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
+    spec = pod.get("spec") or {}
+    return tuple(map(spec.get, REQUEST_FIELDS))
 
 
 def sum_requests(pods: Iterable[K8sObject], kinds: KindRequests | None = None,
@@ -226,14 +231,9 @@ def sum_requests(pods: Iterable[K8sObject], kinds: KindRequests | None = None,
         if kinds is None:
             requests = effective_requests(spec)
         else:
-            parts = tuple(map(spec.get, REQUEST_FIELDS))
-            kind = tuple(map(id, parts))
-            found = kinds.get(kind)
-            if found is None:
-                if len(kinds) >= MAX_KINDS:
-                    kinds.clear()
-                found = kinds[kind] = (effective_requests(spec), parts)
-            requests = found[0]
+            parts = request_fields(pod)
+            found = kinds.get(parts)
+            requests = kinds.put(parts, effective_requests(spec)) if found is None else found
         for name, amount in requests.items():
             totals[name] += amount
     totals["pods"] = Decimal(count)

@@ -74,26 +74,6 @@ class Alike(Generic[T]):
         return value
 
 
-class ByIdentity(Generic[T]):
-    """Answers worked out from a few objects the items of a kind share (``Alike``'s: a kind's
-    pods' requests, a pool's nodes' capacity and allocatable), found by those objects'
-    identities and held with them, so an identity is never another object's (the last
-    MAX_SHARED_SPECS)."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[int, ...], tuple[T, tuple[object, ...]]] = {}
-
-    def get(self, parts: tuple[object, ...]) -> T | None:
-        known = self._known.get(tuple(map(id, parts)))
-        return None if known is None else known[0]
-
-    def put(self, parts: tuple[object, ...], answer: T) -> T:
-        if len(self._known) >= MAX_SHARED_SPECS:
-            self._known.clear()
-        self._known[tuple(map(id, parts))] = (answer, parts)
-        return answer
-
-
 def odd_part() -> msgspec.ValidationError:
     """A part of another JSON type than triage reads: the page is left to ``ItemShape``."""
     return msgspec.ValidationError("a part of an unexpected JSON type")

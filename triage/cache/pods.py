@@ -12,10 +12,18 @@ from decimal import Decimal
 from operator import itemgetter
 
 from scoring.hami import Usage, device_usage
+from scoring.identity import ByIdentity
 from scoring.objects import K8sObject, is_terminated, object_key
 from scoring.rows import PodRow
-from triage.cache.listpages import Alike, ByIdentity, SharedPods
-from triage.pods import REQUEST_FIELDS, Holdings, add_holding, extended_share, sum_requests
+from triage.cache.listpages import Alike, SharedPods
+from triage.pods import (
+    REQUEST_FIELDS,
+    Holdings,
+    add_holding,
+    extended_share,
+    request_fields,
+    sum_requests,
+)
 from triage.rows import hami_placed_on, pod_row
 from triage.slim import slim_pod
 
@@ -150,7 +158,7 @@ class PodStore:
         row of its own takes): found as ``_share`` finds theirs, by the identities of the
         fields they are worked out from."""
         row = pod_row(pod)
-        fields = _request_fields(pod)
+        fields = request_fields(pod)
         known = self._row_requests.get(fields)
         if known is None:
             self._row_requests.put(fields, row.requests)
@@ -182,7 +190,7 @@ class PodStore:
         runs, so a workload's replicas share one answer. Found by those fields' identities
         (the pods of a kind share those objects: ``_kept``), held with the answer so an
         identity is never another object's (``ByIdentity``); else by their JSON."""
-        fields = _request_fields(pod)
+        fields = request_fields(pod)
         share = self._shares.get(fields)
         if share is None:
             share = sum_requests([{"spec": dict(zip(REQUEST_FIELDS, fields, strict=True))}])
@@ -328,12 +336,6 @@ class PodListing:
     def __iter__(self) -> Iterator[K8sObject]:
         """The pods listed, in list order."""
         return iter(self.pods.values())
-
-
-def _request_fields(pod: K8sObject) -> tuple[object, ...]:
-    """The spec's fields a pod's requests are worked out from (``sum_requests``)."""
-    spec = pod.get("spec") or {}
-    return tuple(map(spec.get, REQUEST_FIELDS))
 
 
 def _summed(kinds: Mapping[tuple[str, int], tuple[Amounts, list[int]]],
