@@ -8,11 +8,12 @@ puts them in the vocabulary's order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
 from functools import cached_property
+from itertools import islice
 from typing import Any
 
 from scoring.dra import ClaimSet, Inventory
@@ -264,6 +265,11 @@ def scheduler_evidence(subject: Subject) -> list[Evidence]:
     if message is None:
         return []
     return [Evidence(f"Pod {subject.label}", "scheduler message", message)]
+
+
+def first_four(texts: Iterable[str], total: int) -> str:
+    """The first four of ``total`` texts, joined, and how many more there are."""
+    return ", ".join(islice(texts, 4)) + (f" +{total - 4} more" if total > 4 else "")
 
 
 def num(value: Decimal) -> str:

@@ -19,7 +19,7 @@ from scoring.dra.capacity import (
 )
 from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
-from triage.classify.subject import Finding, Subject
+from triage.classify.subject import Finding, Subject, first_four
 from triage.vocabulary import Cause
 
 Failing = list[tuple[NodeInfo, RequestOutcome]]
@@ -87,7 +87,7 @@ def explain_capacity_too_large(failing: Failing, source: str) -> Finding | None:
     largest = sizes[0][0]
     biggest = ", ".join(where for size, where in sizes if size == largest)
     smaller = [f"{where} {quantity_text(size)}" for size, where in sizes if size != largest]
-    others = ", ".join(smaller[:4]) + (f" +{len(smaller) - 4} more" if len(smaller) > 4 else "")
+    others = first_four(smaller, len(smaller))
     return Finding(Cause.TOO_LARGE,
                    f"{source} asks {_asked(first)} of one device; the largest {name} capacity "
                    f"of a device it could use is {quantity_text(largest)} ({biggest}"

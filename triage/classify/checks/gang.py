@@ -12,15 +12,12 @@ rest to be created). GPU causes come first: these run after the per-pod GPU filt
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from itertools import islice
-
 from scoring.gang import GangPlacement, place_gang
 from scoring.rows import WorkloadRow
 from scoring.verdict import Evidence, NodeReport
 from triage import admission
 from triage.classify.checks.selector import selector_text
-from triage.classify.subject import Finding, Subject, scheduler_evidence
+from triage.classify.subject import Finding, Subject, first_four, scheduler_evidence
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure, parse_failed_scheduling
 from triage.vocabulary import Cause
@@ -81,13 +78,8 @@ def _asks(subject: Subject, gang: Gang) -> str:
            f"{gang.min_count})"
 
 
-def _first_four(texts: Iterable[str], total: int) -> str:
-    """The first four of ``total`` texts, and how many more there are."""
-    return ", ".join(islice(texts, 4)) + (f" +{total - 4} more" if total > 4 else "")
-
-
 def _names(nodes: list[tuple[str, int]]) -> str:
-    return _first_four((f"{name}: {n}" for name, n in nodes), len(nodes))
+    return first_four((f"{name}: {n}" for name, n in nodes), len(nodes))
 
 
 def _show_gang_view(subject: Subject, placement: GangPlacement) -> None:
@@ -161,7 +153,7 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
             continue  # held by the gang's own bound pods alone: they count as placed
         allocatable = node.allocatable.get(resource, 0)
         taken = allocatable - subject.rows.free_gpus(node, resource)
-        who = _first_four((p.label for p, _ in holders), len(holders))
+        who = first_four((p.label for p, _ in holders), len(holders))
         held.append(f"{name} has {taken}/{allocatable} {resource} held by {who}")
         evidence.append(Evidence(f"Node/{name}", f"status.allocatable[{resource}] − requests",
                                  f"{taken}/{allocatable} held by {who}"))

@@ -12,7 +12,14 @@ from operator import attrgetter
 from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
 from triage.classify.checks.selector import selector_text
-from triage.classify.subject import Dropped, Finding, NodeFilter, Subject, primary
+from triage.classify.subject import (
+    Dropped,
+    Finding,
+    NodeFilter,
+    Subject,
+    first_four,
+    primary,
+)
 from triage.vocabulary import CAUSE_ORDER, Cause
 
 
@@ -160,8 +167,8 @@ def drop_exhausted(subject: Subject, node: NodeInfo) -> str | None:
 
 def _held_by(subject: Subject, node: NodeInfo, resource: str) -> str:
     held = subject.rows.holders_on(node.name, resource)
-    return ", ".join(p.label + (" (terminating)" if p.terminating else "")
-                     for p, _ in held[:4]) + (f" +{len(held) - 4} more" if len(held) > 4 else "")
+    return first_four((p.label + (" (terminating)" if p.terminating else "") for p, _ in held),
+                      len(held))
 
 
 def _nominated(subject: Subject, dropped: Dropped, resource: str) -> tuple[str, str] | None:
