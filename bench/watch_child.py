@@ -186,6 +186,13 @@ def main() -> int:
     ready = time.perf_counter() - started
     print(json.dumps({"ready_seconds": ready, "cpu_seconds": time.process_time() - cpu_started,
                       "rss_ready": rss_bytes()}), flush=True)
+    if answers:
+        # what `gpuwhy serve` has done before its first slash command: its Slack app's modules
+        # loaded and the answer templates compiled (bot.slack.app.bolt_app)
+        import bot.slack.app  # noqa: F401
+        from bot.answer.blocks import compile_answer_templates
+
+        compile_answer_templates()
     reader = source.cache.reader
     sent = 0
     request = reader._request

@@ -91,6 +91,17 @@ def _environment() -> jinja2.Environment:
 
 _ENV = _environment()
 
+# What a slash command's answer and its "show devices" reply render.
+ANSWER_TEMPLATES = ("answer.blocks.j2", "answer.fallback.j2", "devices.blocks.j2",
+                    "devices.fallback.j2")
+
+
+def compile_answer_templates() -> None:
+    """Compile the answers' templates now (the server does at start): compiling them on the
+    first slash command made it the slowest answer of all, by tens of milliseconds."""
+    for name in ANSWER_TEMPLATES:
+        _ENV.get_template(name)
+
 
 def render_blocks(template: str, view: object) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = json.loads(_ENV.get_template(template).render(view=view))

@@ -14,6 +14,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from bot.answer.blocks import compile_answer_templates
 from bot.clusters.sources import TriageSource
 from bot.config import BotConfig
 from bot.slack.listeners import register_listeners
@@ -84,4 +85,5 @@ def bolt_app(state: BotState, client: WebClient | None = None, *,
         logger=SLACK_LOG,
     )
     register_listeners(app, state)
+    compile_answer_templates()
     return app

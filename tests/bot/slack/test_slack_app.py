@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from slack_bolt import App, BoltRequest, BoltResponse
 
+from bot.answer import blocks
 from bot.clusters.sources import LiveSource, SnapshotSource
 from bot.config import BotConfig
 from bot.digest import stats_blocks, stats_text
@@ -169,6 +170,22 @@ def test_answer_is_posted_in_the_channel(text: str, slack: FakeSlack,
     assert post.params["text"] == want["text"]
     assert "thread_ts" not in post.params
     assert post.headers["Authorization"] == "Bearer xoxb-test"
+
+
+def test_app_compiles_the_answer_templates_before_the_first_command(
+        slack: FakeSlack, seven_states: SnapshotSource, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first answer does not wait for its templates to compile: once the app is made,
+    answering needs no template source at all."""
+    blocks._ENV.cache.clear()  # type: ignore[union-attr]  # other tests compiled them
+    app = make_app(slack, seven_states)
+
+    def no_source(*_: object) -> None:
+        raise AssertionError("a template was compiled while answering")
+
+    monkeypatch.setattr(blocks._ENV.loader, "get_source", no_source)
+    ask(app, slack, "research/full")
+    [post] = slack.wait_for("chat.postMessage")
+    assert post.params["blocks"] == as_posted("seven-states--research--full")["blocks"]
 
 
 def test_workload_name_is_answered_with_its_kind(slack: FakeSlack,
