@@ -147,11 +147,14 @@ class NodeColumns:
     names: tuple[str, ...]
     shapes: tuple[str, ...]
     resources: tuple[str, ...]
+    position: Mapping[str, int]  # name -> place in the table
 
 
 def node_columns(rows: Sequence[NodeInfo]) -> NodeColumns:
-    return NodeColumns(tuple(row.name for row in rows), tuple(row.shape for row in rows),
-                       tuple(row.resources for row in rows))
+    names = tuple(row.name for row in rows)
+    return NodeColumns(names, tuple(row.shape for row in rows),
+                       tuple(row.resources for row in rows),
+                       dict(zip(names, range(len(names)), strict=True)))
 
 
 def node_table(nodes: list[K8sObject]) -> tuple[NodeInfo, ...]:

@@ -7,6 +7,7 @@ proposal's two levels, always with pod and node. The shell decides where the lin
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from scoring.hami import CARD_INSUFFICIENT_CORE, CARD_INSUFFICIENT_MEMORY, HamiRequest, pick_order
 from scoring.verdict import Device, NodeReport
@@ -14,7 +15,7 @@ from scoring.verdict import Device, NodeReport
 FIT = "fit"
 
 
-def proposal_summary(nodes: list[NodeReport], policy: str = "binpack") -> str:
+def proposal_summary(nodes: Sequence[NodeReport], policy: str = "binpack") -> str:
     """``find fit node(n3), 7 nodes not fit, 2 nodes fit(n3:0.98,n4:0.65)``, best first by
     the node policy (nodes without a score after the scored ones, by name), or
     ``no available node, 9 nodes do not meet``."""
@@ -29,7 +30,7 @@ def proposal_summary(nodes: list[NodeReport], policy: str = "binpack") -> str:
             f"{len(fitting)} nodes fit({listed})")
 
 
-def log_lines(pod_ref: str, nodes: list[NodeReport],
+def log_lines(pod_ref: str, nodes: Sequence[NodeReport],
               request: HamiRequest | None = None) -> list[tuple[int, str]]:
     """(logging level, message) pairs: INFO per node, DEBUG per device that carries a code.
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from itertools import compress
+from typing import Any, overload
 
 
 @dataclass(slots=True)
@@ -76,6 +77,143 @@ def _items(report: NodeReport) -> list[Any]:
             for value in (getattr(report, f.name) for f in fields(report))]
 
 
+class ReportTable:
+    """Every node's report, column by column in the node table's order: name, outcome,
+    detail, score. A node's NodeReport is made the first time it is read and kept, so what a
+    reader sets on it (devices, held GPUs) stays: an answer on 100,000 nodes reads a few
+    dozen of them, and making one per node was most of its time."""
+
+    __slots__ = ("_made", "_position", "details", "names", "outcomes", "scores")
+
+    def __init__(self, names: Sequence[str], outcomes: list[str], details: list[str],
+                 position: Mapping[str, int]) -> None:
+        self.names, self.outcomes, self.details = names, outcomes, details
+        self.scores: list[float | None] = [None] * len(names)
+        self._position = position  # name -> place in the table
+        self._made: dict[int, NodeReport] = {}
+
+    def report(self, position: int) -> NodeReport:
+        made = self._made.get(position)
+        if made is None:
+            made = self._made[position] = NodeReport(
+                self.names[position], self.outcomes[position], self.details[position],
+                self.scores[position])
+        return made
+
+    def position(self, name: str) -> int | None:
+        return self._position.get(name)
+
+    @property
+    def made(self) -> int:
+        """How many of the reports were made (read) so far."""
+        return len(self._made)
+
+    def set_scores(self, positions: Iterable[int], scores: Iterable[float | None]) -> None:
+        for position, score in zip(positions, scores, strict=True):
+            self.scores[position] = score
+            if position in self._made:
+                self._made[position].score = score
+
+    def with_changes(self, outcomes: Mapping[int, str], details: Mapping[int, str]
+                     ) -> ReportTable:
+        """A new table (readers may hold this one) with these nodes' outcomes and details."""
+        changed = ReportTable(self.names, list(self.outcomes), list(self.details),
+                              self._position)
+        for position, outcome in outcomes.items():
+            changed.outcomes[position] = outcome
+        for position, detail in details.items():
+            changed.details[position] = detail
+        return changed
+
+
+class NodeOutcomes(Mapping[str, NodeReport]):
+    """A ReportTable's reports by node name, iterated in ``order`` (positions in the table):
+    what the funnel's checks read as the filters walked so far leave the nodes."""
+
+    __slots__ = ("order", "table")
+
+    def __init__(self, table: ReportTable, order: Sequence[int]) -> None:
+        self.table, self.order = table, order
+
+    @classmethod
+    def none(cls) -> NodeOutcomes:
+        """Before any node filter ran."""
+        return cls(ReportTable((), [], [], {}), ())
+
+    def __getitem__(self, name: str) -> NodeReport:
+        position = self.table.position(name)
+        if position is None:
+            raise KeyError(name)
+        return self.table.report(position)
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.table.position(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.table.names.__getitem__, self.order)
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def where(self, outcome_holds: Callable[[str], bool]) -> Iterator[NodeReport]:
+        """The reports whose outcome ``outcome_holds`` for, in order; made as they are read
+        (chosen in C: a Python step per node of 100,000 is what the table spares)."""
+        return map(self.table.report, self._positions_where(outcome_holds))
+
+    def names_where(self, outcome_holds: Callable[[str], bool]) -> Iterator[str]:
+        """``where``'s nodes by name, no report made."""
+        return map(self.table.names.__getitem__, self._positions_where(outcome_holds))
+
+    def _positions_where(self, outcome_holds: Callable[[str], bool]) -> Iterator[int]:
+        outcomes = self.table.outcomes
+        return compress(self.order, map(outcome_holds, map(outcomes.__getitem__, self.order)))
+
+
+class NodeReports(Sequence[NodeReport]):
+    """The Verdict's node reports: a ReportTable's, in ``order`` (worst first), made as
+    they are read. Equal to any sequence of the same reports; ``to_dict`` lists them all."""
+
+    __slots__ = ("_outcomes", "order", "table")
+
+    def __init__(self, table: ReportTable, order: Sequence[int]) -> None:
+        self.table, self.order = table, order
+        self._outcomes: list[str] | None = None
+
+    @overload
+    def __getitem__(self, index: int) -> NodeReport: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[NodeReport]: ...
+
+    def __getitem__(self, index: int | slice) -> NodeReport | list[NodeReport]:
+        if isinstance(index, slice):
+            return list(map(self.table.report, self.order[index]))
+        return self.table.report(self.order[index])
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __iter__(self) -> Iterator[NodeReport]:
+        return map(self.table.report, self.order)
+
+    def outcomes(self) -> list[str]:
+        """Each report's outcome, in order, without making the reports (worked out once: a
+        table's outcomes do not change; a change makes a new table)."""
+        if self._outcomes is None:
+            self._outcomes = list(map(self.table.outcomes.__getitem__, self.order))
+        return self._outcomes
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(map(NodeReport.__eq__, self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the list it stands for
+
+    def __repr__(self) -> str:
+        return f"NodeReports({list(self)!r})"
+
+
 @dataclass
 class Verdict:
     ref: str  # "ns/name" as resolved
@@ -83,7 +221,7 @@ class Verdict:
     action: str
     kind: str = "Pod"  # what the ref resolved to: Pod, Job, Deployment, ...
     evidence: list[Evidence] = field(default_factory=list)
-    nodes: list[NodeReport] = field(default_factory=list)
+    nodes: Sequence[NodeReport] = field(default_factory=list)
     node_summary: str = ""
     scheduler_message: str | None = None
     resource: str | None = None
@@ -97,7 +235,8 @@ class Verdict:
     telemetry: str | None = None  # where the live device figures came from, or why none
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self, dict_factory=data_dict)
+        listed = self if isinstance(self.nodes, list) else replace(self, nodes=list(self.nodes))
+        return asdict(listed, dict_factory=data_dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:

@@ -12,6 +12,7 @@ from scoring.hami.fit import (
     HAMI_HOLDERS,
     HamiNodeFit,
     fit_registered,
+    pick_first,
     pick_order,
 )
 from scoring.hami.formats import (
@@ -60,6 +61,7 @@ __all__ = [
     "fit_registered",
     "parse_allocation",
     "parse_registration",
+    "pick_first",
     "pick_order",
     "pod_allocation",
 ]

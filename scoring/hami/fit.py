@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import compress
+from typing import TypeVar
 
 from scoring.hami.formats import (
     CARD_COMPUTE_UNITS_EXHAUSTED,
@@ -282,16 +283,24 @@ def pick_order(scores: Mapping[str, float], policy: str | None,
     """Nodes in the order HAMi prefers them: spread lowest score first, otherwise
     (binpack, HAMi's default for any other value) highest first; ties by name. ``first``:
     only that many (without sorting 100,000 nodes for a summary's five)."""
-    sign = 1 if policy == "spread" else -1
     if first is None:
-        return sorted(scores, key=partial(_pick_key, scores, sign))
-    # the best scores first, each one's nodes by name (100,000 nodes have a few scores)
-    names, values = list(scores), list(scores.values())
-    picked: list[str] = []
-    for value in sorted(set(values), reverse=sign < 0):
+        return sorted(scores, key=partial(_pick_key, scores, 1 if policy == "spread" else -1))
+    return pick_first(list(scores), list(scores.values()), policy, first)
+
+
+Picked = TypeVar("Picked", str, int)
+
+
+def pick_first(keys: Sequence[Picked], values: Sequence[float], policy: str | None,
+               first: int) -> list[Picked]:
+    """The first ``first`` of ``keys`` (node names, or places in the node table, which is by
+    name) in ``pick_order``'s order of their ``values``: the best scores first, each one's
+    keys smallest first (100,000 nodes have a few scores: no sort of them all)."""
+    picked: list[Picked] = []
+    for value in sorted(set(values), reverse=policy != "spread"):
         if len(picked) >= first:
             break
-        picked += heapq.nsmallest(first - len(picked), compress(names, map(value.__eq__, values)))
+        picked += heapq.nsmallest(first - len(picked), compress(keys, map(value.__eq__, values)))
     return picked
 
 

@@ -10,13 +10,13 @@ no node, and every node keeps the outcome of the filter where it dropped out.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from decimal import Decimal
 from itertools import compress, groupby, repeat
 from operator import itemgetter
 
 from scoring.nodetable import NodeInfo
-from scoring.verdict import NodeReport
+from scoring.verdict import NodeOutcomes, ReportTable
 from triage.classify.checks.admission import check_pod_not_found, check_quota, check_runtimeclass
 from triage.classify.checks.bound import check_node_runtime_error, check_scheduled
 from triage.classify.checks.dra import (
@@ -263,40 +263,39 @@ class _Funnel:
     def report_so_far(self) -> None:
         """subject.reports as the filters walked so far leave them: every node dropped so far
         with its outcome, the others fit; in the order the first filter left them (the nodes
-        it dropped, then the rest, each by name). Built in C where it can be (map, compress):
-        a report per node of 100,000."""
+        it dropped, then the rest, each by name). Column by column, set in C where it can be
+        (map, compress): a report is made only when a check reads it."""
         if self.reported == self.passed or not self.passed:
             return
         passed, outcomes, names, whys = self.passed, self.outcomes, self.names, self.why
+        reports = self.subject.reports
         if self.reported > 0:
-            # Only the nodes the filters walked since dropped change: a copy (checks may hold
-            # the earlier dict) keeps every other report and the order.
-            reports = dict(self.subject.reports)
+            # Only the nodes the filters walked since dropped change: a new table (checks may
+            # hold the earlier one) keeps every other report and the order.
+            words: dict[int, str] = {}
+            changed: dict[int, str] = {}
             for index in range(self.reported, passed):
                 positions, outcome = self.dropped_at.get(index, ()), outcomes[index]
-                dropped = list(map(names.__getitem__, positions))
-                details = list(map(whys.__getitem__, positions))
-                said: Iterable[str] = details if outcome is None else repeat(outcome)
-                reports.update(zip(dropped, map(NodeReport, dropped, said, details),
-                                   strict=True))
+                said = map(whys.__getitem__, positions) if outcome is None else repeat(outcome)
+                words.update(zip(positions, said, strict=False))  # said may repeat
+                changed.update(zip(positions, map(whys.__getitem__, positions), strict=True))
+            table = reports.table.with_changes(words, changed)
+            self.subject.reports = NodeOutcomes(table, reports.order)
         else:
             # per node: the outcome of the filter that dropped it (a HAMi filter's: its reason)
             # and why, or fit if it stands after the filters walked; set a filter's nodes at a
             # time, in C (list.__setitem__ by map)
-            words, details = [FIT] * len(names), list(whys)
+            column, details = [FIT] * len(names), list(whys)
             for index in range(passed):
                 positions, outcome = self.dropped_at.get(index, ()), outcomes[index]
                 said = map(whys.__getitem__, positions) if outcome is None else repeat(outcome)
-                deque(map(words.__setitem__, positions, said), maxlen=0)
+                deque(map(column.__setitem__, positions, said), maxlen=0)
             standing = self.by_filter[len(names) - self.left:]  # sorted by filter: the last
             deque(map(details.__setitem__, standing, repeat("fits")), maxlen=0)
-            made = list(map(NodeReport, names, words, details))
-            first = self.dropped_at.get(0, [])
-            reports = dict(zip(map(names.__getitem__, first), map(made.__getitem__, first),
-                               strict=True))
-            reports.update(zip(compress(names, self.at), compress(made, self.at), strict=True))
+            order = [*self.dropped_at.get(0, ()), *compress(range(len(names)), self.at)]
+            table = ReportTable(names, column, details, self.subject.rows.node_columns.position)
+            self.subject.reports = NodeOutcomes(table, order)
         self.reported = passed
-        self.subject.reports = reports
 
 
 def _judged(subject: Subject, nodes: tuple[NodeInfo, ...], positions: Sequence[int],

@@ -3,18 +3,18 @@ scores, the node summary, and the scheduler's own words."""
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
 from itertools import compress, islice, repeat
-from operator import attrgetter, is_, is_not, methodcaller, not_
+from operator import is_not, methodcaller, not_
 from typing import cast
 
 from scoring.events import scheduler_scores
-from scoring.hami import pick_order
+from scoring.hami import pick_first
 from scoring.nodetable import NodeInfo
 from scoring.summary import proposal_summary
-from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
+from scoring.verdict import Device, Evidence, Holding, NodeReport, NodeReports, ReportTable, Verdict
 from scoring.whole import gfd_devices, whole_gpu_score
 from triage.classify.checks.gang import gang_summary
 from triage.classify.checks.gpu import RULED_OUT
@@ -36,9 +36,10 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
     reports = _node_reports(subject, policy)
     scheduler = scheduler_scores(subject.events) if pod is not None else None
     if scheduler:
-        for report in reports:
-            if report.name in scheduler:
-                report.score = scheduler[report.name]
+        table = reports.table
+        named = [(position, score) for name, score in scheduler.items()
+                 if (position := table.position(name)) is not None]
+        table.set_scores([position for position, _ in named], [score for _, score in named])
     evidence = finding.evidence + _preemption_evidence(subject, message, finding.cause)
     namespace, name = (pod.key if pod is not None else
                        (subject.workload_row.namespace, subject.workload_row.name)
@@ -57,8 +58,8 @@ def assemble(subject: Subject, finding: Finding, kind: str) -> Verdict:
         request=subject.gpu.get(resource) if resource else None,
         pods=[pod.label] if pod is not None else [],
         pods_total=1 if pod is not None else 0,
-        score_source=("scheduler" if scheduler else "gpuwhy") if not all(
-            map(is_, map(_score, reports), repeat(None))) else None,
+        score_source=("scheduler" if scheduler else "gpuwhy") if any(
+            map(is_not, reports.table.scores, repeat(None))) else None,
         score_policy=policy,
         # HAMi's proposal line speaks for HAMi's scheduler: only for the pods it schedules.
         scheduler_summary=proposal_summary(reports, policy)
@@ -90,25 +91,26 @@ def _policy(subject: Subject) -> str:
     return str(chosen or subject.config.node_policy)
 
 
-def _node_reports(subject: Subject, policy: str) -> list[NodeReport]:
+def _node_reports(subject: Subject, policy: str) -> NodeReports:
     """Reports in funnel order (worst first), with devices for the nodes that matter."""
     rows = subject.rows
     bound = subject.facts.node if subject.row is not None else None
     if bound:
         node = rows.node(bound)
-        report = NodeReport(str(bound), FIT, "bound here")
+        reports = NodeReports(ReportTable((bound,), [FIT], ["bound here"], {bound: 0}), [0])
         if node is not None:
-            _describe_node(subject, node, report)
-        return [report]
+            _describe_node(subject, node, reports[0])
+        return reports
     reports = _funnel_order(subject, policy)
     # Devices for the nodes a GPU check looked at, else (all tainted) for those the selector
     # matched; a 5,000-node answer lists the first ones.
     # (the first MAX_DEVICE_NODES of them, without a list of 100,000 first, nor a Python
     # step per report before them)
-    matter = list(islice(compress(reports, map(not_, map(RULED_OUT.__contains__, map(
-        _outcome, reports)))), MAX_DEVICE_NODES)) or list(islice(compress(reports, map(
-            Cause.TAINT_UNTOLERATED.value.__eq__, map(_outcome, reports))), MAX_DEVICE_NODES))
-    for report in matter:
+    outcomes, order = reports.outcomes(), reports.order
+    matter = list(islice(compress(order, map(not_, map(RULED_OUT.__contains__, outcomes))),
+                         MAX_DEVICE_NODES)) or list(islice(compress(order, map(
+                             Cause.TAINT_UNTOLERATED.value.__eq__, outcomes)), MAX_DEVICE_NODES))
+    for report in map(reports.table.report, matter):
         node = rows.node(report.name)
         if node is not None:
             _describe_node(subject, node, report)
@@ -135,34 +137,26 @@ _ORDER = {info.cause.value: i for i, info in enumerate(CAUSES)}
 _HAMI_REASON_ORDER = _ORDER[Cause.DEVICE_UNFIT.value]  # HAMi reason strings sort as device-unfit
 
 
-def _funnel_order(subject: Subject, policy: str) -> list[NodeReport]:
+def _funnel_order(subject: Subject, policy: str) -> NodeReports:
     """The reports, the fit ones scored, worst first: by the outcome's place in the vocabulary
     (HAMi reasons and fit where device-unfit sits), then the highest score, then by name.
 
     In the node table's order (by name: every node has a report), then (stably) by score,
     then by rank: each key looked up per distinct outcome or score (a few on 100,000 nodes),
-    without a Python step per report.
+    without a Python step per report, nor a report made.
     """
-    reports = subject.reports
-    by_name = list(map(reports.__getitem__, subject.rows.node_columns.names)) if reports else []
-    outcomes = list(map(_outcome, by_name))
-    fit = list(compress(range(len(by_name)), map(FIT.__eq__, outcomes)))
-    # each fit report's score set (by map: no Python step per fit node of 100,000)
-    deque(map(setattr, map(by_name.__getitem__, fit), repeat("score"),
-              _scores(subject, fit, policy)), maxlen=0)
-    order = list(range(len(by_name)))
+    table = subject.reports.table
+    outcomes = table.outcomes
+    fit = list(compress(range(len(outcomes)), map(FIT.__eq__, outcomes)))
+    table.set_scores(fit, _scores(subject, fit, policy))
+    order = list(range(len(outcomes)))
     if fit:  # only fit reports have scores yet: the others' score key is the same, 0
-        scores = list(map(_score, by_name))
+        scores = table.scores
         highest_first = {score: -(score or 0) for score in set(scores)}
         order.sort(key=list(map(highest_first.__getitem__, scores)).__getitem__)
     rank = {outcome: _ORDER.get(outcome, _HAMI_REASON_ORDER) for outcome in set(outcomes)}
     order.sort(key=list(map(rank.__getitem__, outcomes)).__getitem__)
-    return list(map(by_name.__getitem__, order))
-
-
-_by_name = attrgetter("name")
-_outcome = attrgetter("outcome")
-_score = attrgetter("score")
+    return NodeReports(table, order)
 
 
 def _devices(subject: Subject, node: NodeInfo) -> list[Device]:
@@ -222,7 +216,7 @@ def _own_score(subject: Subject, node: NodeInfo, policy: str) -> float | None:
 _SUMMARY_WORDS = frozenset({*(c.value for c in Cause), NODE_UNREGISTERED})
 
 
-def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> str:
+def _node_summary(subject: Subject, reports: NodeReports, policy: str) -> str:
     if subject.row is None:
         return ""
     bound = subject.facts.node
@@ -231,21 +225,24 @@ def _node_summary(subject: Subject, reports: list[NodeReport], policy: str) -> s
     if not reports:
         # No node filter ran (the pod asks for no GPU): nothing to say about nodes.
         return "" if subject.rows.has_nodes else "no nodes in the cluster"
-    outcomes = list(map(_outcome, reports))
-    fit = list(compress(reports, map(FIT.__eq__, outcomes)))
+    outcomes = reports.outcomes()
+    fit = list(compress(reports.order, map(FIT.__eq__, outcomes)))
     counts: dict[str, int] = {}  # in the order each word first comes
     for outcome, n in Counter(outcomes).items():
         if outcome != FIT:
             word = outcome if outcome in _SUMMARY_WORDS else Cause.DEVICE_UNFIT.value
             counts[word] = counts.get(word, 0) + n
     breakdown = ", ".join(f"{n} {word}" for word, n in counts.items())
-    names, fit_scores = list(map(_by_name, fit)), list(map(_score, fit))
+    # the first five fit nodes by the policy's order of their scores, then unscored ones, by
+    # their places in the table (which is by name): no mapping of 100,000 names made
+    names, scores = reports.table.names, reports.table.scores
+    fit_scores = list(map(scores.__getitem__, fit))
     scored = list(map(is_not, fit_scores, repeat(None)))
-    scores = dict(zip(compress(names, scored), compress(fit_scores, scored), strict=True))
-    unscored = list(islice(compress(names, map(not_, scored)), 5))
-    ordered = [*pick_order(scores, policy, first=5), *unscored][:5]
-    shown = ", ".join(f"{name}: {scores[name]:.2f}" if name in scores else name
-                      for name in ordered) + (f", +{len(fit) - 5} more" if len(fit) > 5 else "")
+    best = pick_first(list(compress(fit, scored)),
+                      cast(list[float], list(compress(fit_scores, scored))), policy, 5)
+    ordered = [*best, *islice(compress(fit, map(not_, scored)), 5)][:5]
+    shown = ", ".join(names[p] if (score := scores[p]) is None else f"{names[p]}: {score:.2f}"
+                      for p in ordered) + (f", +{len(fit) - 5} more" if len(fit) > 5 else "")
     total = len(reports)
     text = f"{total} node{'s' if total != 1 else ''}: {total - len(fit)} not fit"
     text += f" ({breakdown})" if breakdown else ""

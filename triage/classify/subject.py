@@ -21,7 +21,7 @@ from scoring.gang import GangPlacement
 from scoring.hami import HamiNodeFit, HamiRequest
 from scoring.nodetable import HOSTNAME_LABEL, NodeInfo
 from scoring.rows import EventRow, PodRow, PodSpecFacts, WorkloadRow
-from scoring.verdict import Evidence, NodeReport
+from scoring.verdict import Evidence, NodeOutcomes
 from triage.config import TriageConfig
 from triage.gangs import Gang
 from triage.messages import latest_scheduling_failure
@@ -67,7 +67,7 @@ class Subject:
     # The pod (or, absent, the workload) as Kueue sees it: None when there is neither
     queue_owner: QueueOwner | None = None
     # Node outcomes, filled as node filters run: name -> report
-    reports: dict[str, NodeReport] = field(default_factory=dict)
+    reports: NodeOutcomes = field(default_factory=NodeOutcomes.none)
     # per node of the node table, in its order: the summed requests the funnel read, for the
     # nodes its sums-reading filters judged (None for the others; empty: none read)
     node_sums: Sequence[Mapping[str, Decimal] | None] = ()

@@ -163,7 +163,7 @@ def named_nodes(verdict: Verdict) -> list[NodeReport]:
     """The nodes an answer is about: the bound node, or the nodes that failed at the check
     that gave the answer (the first few a 5,000-node answer names)."""
     if verdict.cause in (Cause.SCHEDULED, Cause.NODE_RUNTIME_ERROR):
-        return verdict.nodes[:1]
+        return list(verdict.nodes[:1])
     return [n for n in verdict.nodes if n.outcome == verdict.cause][:5]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from scoring.gang import GangPlacement, place_gang
 from scoring.rows import WorkloadRow
-from scoring.verdict import Evidence, NodeReport
+from scoring.verdict import Evidence, NodeOutcomes
 from triage import admission
 from triage.classify.checks.selector import selector_text
 from triage.classify.subject import Finding, Subject, first_four, scheduler_evidence
@@ -44,10 +44,10 @@ def _placement(subject: Subject) -> GangPlacement:
         node_info, free_gpus = subject.rows.node, subject.rows.free_gpus
         resources = list(subject.gpu)
         rows = []
-        for report in subject.reports.values():
+        for report in subject.reports.where(lambda outcome: outcome not in _NO_GANG_POD):
             # the per-pod funnel has judged every node up to too-large: a node it dropped by
             # then takes no pod of the gang, even empty
-            if report.outcome in _NO_GANG_POD or (node := node_info(report.name)) is None:
+            if (node := node_info(report.name)) is None:
                 continue
             allocatable = node.allocatable
             if len(resources) == 1:  # the usual case, without a loop per node
@@ -84,17 +84,19 @@ def _names(nodes: list[tuple[str, int]]) -> str:
 
 def _show_gang_view(subject: Subject, placement: GangPlacement) -> None:
     """Each node the gang could use says how many of its pods it takes, now and empty."""
-    reports = dict(subject.reports)  # a copy: checks may hold the earlier dict
+    reports = subject.reports
     texts: dict[tuple[int, int], str] = {}  # few distinct counts on thousands of nodes
+    details: dict[int, str] = {}
     for (name, empty), (_, now) in zip(placement.empty, placement.now, strict=True):
-        if not empty:
+        position = reports.table.position(name)
+        if not empty or position is None:
             continue  # it takes none of the gang's pods even empty: its outcome says why
-        report = reports[name]
+        detail = reports.table.details[position]
         gang = texts.get((now, empty)) or texts.setdefault(
             (now, empty), f"gang: {now} pod(s) now, {empty} empty")
-        reports[name] = NodeReport(name, report.outcome,
-                                   f"{report.detail}; {gang}" if report.detail else gang)
-    subject.reports = reports
+        details[position] = f"{detail}; {gang}" if detail else gang
+    # a new table: checks may hold the earlier one
+    subject.reports = NodeOutcomes(reports.table.with_changes({}, details), reports.order)
 
 
 def _evidence(subject: Subject, gang: Gang) -> list[Evidence]:

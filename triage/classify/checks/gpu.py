@@ -6,8 +6,7 @@ In the funnel's order: the node reports the resource at all (no-gpu-node), offer
 
 from __future__ import annotations
 
-from itertools import compress, islice
-from operator import attrgetter
+from itertools import islice
 
 from scoring.nodetable import NodeInfo
 from scoring.verdict import Evidence
@@ -118,10 +117,10 @@ def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
     request = subject.gpu[resource]
     largest = max((d for d in dropped if d[0].allocatable.get(resource, 0) < request),
                   key=lambda d: d[0].allocatable.get(resource, 0))
-    reports = list(subject.reports.values())
-    ruled_out = compress(reports, map(RULED_OUT.__contains__, map(_outcome, reports)))
+    ruled_out = subject.reports.names_where(RULED_OUT.__contains__)
     # the first three named (the rest picked in C: a report per node of 100,000)
-    big_elsewhere = list(islice((r for r in ruled_out if _has_enough(subject, r.name)), 3))
+    big_elsewhere = [subject.reports[name] for name in islice(
+        (name for name in ruled_out if _has_enough(subject, name)), 3)]
     blocked = ""
     if big_elsewhere:
         blocked = " " + "; ".join(f"{r.name} has enough but is excluded ({r.outcome}: {r.detail})"
@@ -140,7 +139,6 @@ def explain_too_large(subject: Subject, dropped: Dropped) -> Finding:
 
 # the outcomes of nodes a selector or a taint rules out, before any GPU check looks at them
 RULED_OUT = frozenset({Cause.SELECTOR_MISMATCH.value, Cause.TAINT_UNTOLERATED.value})
-_outcome = attrgetter("outcome")
 
 
 def _has_enough(subject: Subject, name: str) -> bool:
@@ -195,9 +193,8 @@ def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
                      if p.terminated and p.request(resource) > 0]
     done = (f" ({' and '.join(finished[:4])} {'are' if len(finished) > 1 else 'is'} finished and "
             "hold nothing)") if finished else ""
-    alternative = next((r for r in subject.reports.values()
-                        if r.outcome == Cause.SELECTOR_MISMATCH
-                        and fits_gpu_wise(subject, subject.rows.node(r.name))), None)
+    alternative = next((r for r in subject.reports.where(Cause.SELECTOR_MISMATCH.value.__eq__)
+                        if fits_gpu_wise(subject, subject.rows.node(r.name))), None)
     elsewhere = ""
     if alternative is not None:
         other = subject.rows.node(alternative.name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import islice
+
 from scoring.times import parse_rfc3339
 from scoring.verdict import Evidence
 from triage.classify.checks.dra_alternatives import fitting_alternatives
@@ -15,7 +17,7 @@ JUST_CREATED_S = 60
 
 def check_scheduler_unavailable(subject: Subject) -> Finding | None:
     scheduler = subject.facts.scheduler or "default-scheduler"
-    fitting = [r.name for r in subject.reports.values() if r.outcome == FIT]
+    fitting = [r.name for r in islice(subject.reports.where(FIT.__eq__), 3)]
     age = _age_seconds(subject)
     if age is not None and age < JUST_CREATED_S:
         return Finding(Cause.SCHEDULER_UNAVAILABLE,
