@@ -415,9 +415,11 @@ def measure_cold(directory: Path, refs: list[str], row: Callable[..., None],
                         "× its floor")
                     row("  its floor: client import + its requests raw in parallel", floor,
                         None, "")
-                    print(f"    {len(one_run)} requests, {int(received):,} bytes; pods read: "
-                          f"{pod_bytes:,} bytes = {pod_bytes / full_list:.1%} of the "
+                    print(f"    {len(one_run)} requests, {int(received.split()[0]):,} bytes; "
+                          f"pods read: {pod_bytes:,} bytes = {pod_bytes / full_list:.1%} of the "
                           f"non-terminated pod list's {full_list:,}")
+                if f"/{ANY_NODE}" in ref:
+                    decoded_floors(plan, env, runs, gpuwhy, floor, row)
             if len(refs) > 3:
                 row(f"cold gpuwhy triage of {len(refs)} refs, best of {runs} each, summed",
                     totals[0], totals[1], "× their floors")
@@ -425,6 +427,28 @@ def measure_cold(directory: Path, refs: list[str], row: Callable[..., None],
                     totals[1], None, "")
     finally:
         server.stop()
+
+
+ANY_NODE = "any-node"  # the pod whose answer reads the whole pod list
+DECODED_FLOORS = {  # bench/replay.py --decode: what each adds to the undecoded floor
+    "json": "json.loads of every body",
+    "msgspec": "msgspec.json.decode of every body, untyped",
+    "fields": "pod pages into Structs of the fields an answer reads",
+    "gpuwhy": "pod pages decoded as gpuwhy decodes them (kept_pods)",
+}
+
+
+def decoded_floors(plan: Path, env: Mapping[str, str], runs: int, gpuwhy: float,
+                   floor: float, row: Callable[..., None]) -> None:
+    """The same requests replayed with each body decoded where it is received (best of
+    ``runs`` each), as rows against the undecoded ``floor``, and gpuwhy's time against each."""
+    for mode, what in DECODED_FLOORS.items():
+        decoded, out = _best([sys.executable, "-m", "bench.replay", str(plan), "--decode", mode],
+                             env, runs)
+        received, items = (int(part) for part in out.split())
+        row(f"  floor + {what}", decoded, floor, "× undecoded floor")
+        print(f"    gpuwhy {gpuwhy / decoded:.2f}× this floor; {received:,} bytes, "
+              f"{items:,} list items decoded")
 
 
 def _process_cpu(pid: int) -> float:
@@ -596,7 +620,7 @@ def main() -> int:
             measure_watch(directory, row)
         if "cold" not in skip:
             measure_cold(directory, [next(r for r in pending_refs() if r.startswith(
-                f"{PENDING_NAMESPACE}/{kind}")) for kind in ("exhausted", "any-node")], row)
+                f"{PENDING_NAMESPACE}/{kind}")) for kind in ("exhausted", ANY_NODE)], row)
     for size in filter(None, args.paged_sizes.split(",")):
         nodes, pods = (int(part) for part in size.split("x"))
         print(f"{nodes:,} nodes / {pods:,} pods, each list page rendered as it is asked for")
