@@ -23,9 +23,9 @@ Prints the bytes received and the list items decoded (0 undecoded).
 
 from __future__ import annotations
 
-import argparse
 import http.client
 import json
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -129,11 +129,14 @@ def main() -> int:
     import kubernetes.client
     import kubernetes.config  # noqa: F401
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("plan")
-    parser.add_argument("--decode", choices=DECODE_MODES)
-    args = parser.parse_args()
-    received, items = replay(json.loads(Path(args.plan).read_text()), decoder(args.decode))
+    # sys.argv read by hand: the undecoded floor imports nothing gpuwhy's run does not
+    plan, *rest = sys.argv[1:]
+    if rest and (len(rest) != 2 or rest[0] != "--decode" or rest[1] not in DECODE_MODES):
+        print(f"usage: python -m bench.replay REQUESTS.json [--decode {'|'.join(DECODE_MODES)}]",
+              file=sys.stderr)
+        return 2
+    received, items = replay(json.loads(Path(plan).read_text()),
+                             decoder(rest[1] if rest else None))
     print(received, items)
     return 0
 
