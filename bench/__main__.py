@@ -436,17 +436,23 @@ DECODED_FLOORS = {  # bench/replay.py --decode: what each adds to the undecoded 
     "fields": "pod pages into Structs of the fields an answer reads",
     "gpuwhy": "pod pages decoded as gpuwhy decodes them (kept_pods)",
 }
+# Decoding whole objects costs 5-7x the undecoded floor (25 s a run at 5,000 nodes): one run
+# of each says so, and keeps the whole bench inside its time.
+WHOLE_OBJECT_MODES = frozenset({"json", "msgspec"})
 
 
 def decoded_floors(plan: Path, env: Mapping[str, str], runs: int, gpuwhy: float,
                    floor: float, row: Callable[..., None]) -> None:
     """The same requests replayed with each body decoded where it is received (best of
-    ``runs`` each), as rows against the undecoded ``floor``, and gpuwhy's time against each."""
+    ``runs`` each, one run of the whole-object modes), as rows against the undecoded
+    ``floor``, and gpuwhy's time against each."""
     for mode, what in DECODED_FLOORS.items():
+        once = mode in WHOLE_OBJECT_MODES
         decoded, out = _best([sys.executable, "-m", "bench.replay", str(plan), "--decode", mode],
-                             env, runs)
+                             env, 1 if once else runs)
         received, items = (int(part) for part in out.split())
-        row(f"  floor + {what}", decoded, floor, "× undecoded floor")
+        row(f"  floor + {what}{', one run' if once else ''}", decoded, floor,
+            "× undecoded floor")
         print(f"    gpuwhy {gpuwhy / decoded:.2f}× this floor; {received:,} bytes, "
               f"{items:,} list items decoded")
 
