@@ -106,3 +106,10 @@ def test_names_where_makes_no_report() -> None:
     outcomes = NodeOutcomes(_table(), [3, 0, 1, 2])
     assert list(outcomes.names_where("fit".__ne__)) == ["d", "b"]
     assert outcomes.table.made == 0
+
+
+def test_scores_must_match_their_nodes() -> None:
+    table = _table()
+    with pytest.raises(ValueError, match="2 positions, 1 scores"):
+        table.set_scores([0, 2], [0.5])
+    assert table.scores == [None] * 4
