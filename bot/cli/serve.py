@@ -104,7 +104,7 @@ def run_serve(args: argparse.Namespace) -> int:
                              source, prometheus_settings(config, args.prometheus,
                                                          cluster=name))))
         app = bolt_app(state, client, signing_secret=secret)
-        endpoint = SlackEndpoint(app, secret, ReplayGuard(store)) \
+        endpoint = SlackEndpoint(app, secret, ReplayGuard(store), acks=state.acks) \
             if secret and not app_token else None
         readiness = Readiness({**readiness_checks(fleet), "store": store_check(journal)})
         serving = fleet

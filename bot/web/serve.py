@@ -27,7 +27,7 @@ from bot.config import DigestSchedule
 from bot.digest import Blocks, DigestScheduler
 from bot.digest.chart import slack_chart
 from bot.slack.listeners.replies import post_message
-from bot.slack.listeners.state import ONCE
+from bot.slack.listeners.state import ONCE, AcksFirst
 from bot.store import Store, StoreError
 from bot.store.journal import IncidentJournal, store_status
 from bot.web.metrics import CONTENT_TYPE, CacheReading, page
@@ -184,17 +184,23 @@ class SlackEndpoint:
     ack at once and leave the rest (the store claim, triage, posts) to the answer workers.
 
     Nothing parses a body before its signature holds, so an unsigned body costs an HMAC and
-    nothing else; a signed body that does not parse is a 400 and one log line.
+    nothing else; a signed body that does not parse is a 400 and one log line. Each request
+    is marked on ``acks``, the answer workers' gate, while it is handled.
     """
 
     def __init__(self, app: App, signing_secret: str, guard: ReplayGuard | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, acks: AcksFirst | None = None) -> None:
         self.app = app
         self.secret = signing_secret.encode("utf-8")
         self.guard = guard if guard is not None else ReplayGuard()
         self.clock = clock
+        self.acks = acks if acks is not None else AcksFirst()
 
     def __call__(self, request: Request) -> Response:
+        with self.acks.acking():
+            return self.handle(request)
+
+    def handle(self, request: Request) -> Response:
         refusal = self.refusal(request)
         if refusal is not None:
             return refusal

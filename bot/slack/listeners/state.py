@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -33,12 +35,67 @@ ANSWER_WORKERS = 8
 ONCE = "gpuwhy_once"
 
 
+# An answer starts once no Slack request has been in flight for QUIET_S, or after it has
+# waited LONGEST_WAIT_S. The quiet spell is longer than the gaps in a burst as it arrives:
+# 200 commands sent at once from 200 threads reached serve over ~0.2 s, with gaps of up to
+# 158 ms between two of them (2 cores); a 25 ms spell let answers start mid-burst.
+QUIET_S = 0.15
+LONGEST_WAIT_S = 1.0
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
 def answer_workers() -> Executor:
     return ThreadPoolExecutor(ANSWER_WORKERS, thread_name_prefix="gpuwhy-answer")
+
+
+class AcksFirst:
+    """Answers wait while Slack requests are being acked.
+
+    Slack wants each ack within 3 seconds. On a machine of few cores the answer workers'
+    triage, posts and store commits take the interpreter from the threads acking a burst of
+    commands: 200 at once took up to 1.4 s to ack with eight answers running beside them.
+    An answer is held off until the requests stop for a moment, never longer than
+    ``longest_wait_s``, so a steady stream of requests delays answers and cannot stop them.
+    """
+
+    def __init__(self, quiet_s: float = QUIET_S, longest_wait_s: float = LONGEST_WAIT_S,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.quiet_s = quiet_s
+        self.longest_wait_s = longest_wait_s
+        self._clock = clock
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._last_ack = float("-inf")
+
+    @contextmanager
+    def acking(self) -> Iterator[None]:
+        """Around the handling of one request that Slack waits on."""
+        with self._lock:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+                self._last_ack = self._clock()
+
+    def wait_for_quiet(self) -> None:
+        """Return once no request has been in flight for ``quiet_s``, or after
+        ``longest_wait_s``. A waiter looks again every ``quiet_s`` at most: acks wake
+        nobody, so a burst of them costs the waiting answers nothing."""
+        deadline = self._clock() + self.longest_wait_s
+        while (now := self._clock()) < deadline:
+            with self._lock:
+                busy = self._in_flight > 0
+                quiet_at = self._last_ack + self.quiet_s
+            if not busy and now >= quiet_at:
+                return
+            self._sleep(min(deadline, now + self.quiet_s if busy else quiet_at) - now)
 
 
 @dataclass(frozen=True)
@@ -97,6 +154,7 @@ class BotState:
     recent: RecentAnswers = field(default_factory=RecentAnswers)
     seen: SeenEvents = field(default_factory=SeenEvents)
     workers: Executor = field(default_factory=answer_workers)
+    acks: AcksFirst = field(default_factory=AcksFirst)  # the HTTP endpoint marks its requests
     # Where answers wait for the store; by default a journal in memory on ``store``.
     journal: IncidentJournal | None = None
 
@@ -122,9 +180,10 @@ class BotState:
 
     def later(self, what: str, work: Callable[[], object], respond: Respond | None = None,
               context: Mapping[str, Any] | None = None) -> None:
-        """Run ``work`` on the answer workers, after the listener has acked and returned.
+        """Run ``work`` on the answer workers, after the listener has acked and returned, and
+        once the Slack requests in flight are acked (:class:`AcksFirst`).
 
-        Bolt acks commands and actions from its own small thread pool; a slow triage, a
+        Bolt acks commands and actions in the request's thread; a slow triage, a
         rate-limited post or a slow store held there would delay the acks of the requests
         queued behind it past Slack's 3 seconds. The request's claim (``context[ONCE]``)
         runs here first: a request another replica took is not acted on. A failure is
@@ -134,6 +193,7 @@ class BotState:
         once = (context or {}).get(ONCE)
 
         def run() -> None:
+            self.acks.wait_for_quiet()
             try:
                 if callable(once) and not once():
                     return

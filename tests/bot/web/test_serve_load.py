@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.bot.slack.test_slack_app import wait_until
-from tests.bot.web.test_serve import SECRET, SEVEN_STATES, environment, post_signed
+from tests.bot.web.test_serve import SECRET, SEVEN_STATES, environment, post_signed, wait_ready
 from tests.bot.web.test_serve_hostile import request
 from tests.slackfake import FakeSlack, ServeProcess, command_body, http, sign
 
@@ -178,6 +178,7 @@ def test_a_burst_of_signed_commands_is_acked_at_once_and_answered_once(
     signed = [request(body.encode(), headers=sign(SECRET, body)) for body in bodies]
     with served(slack, tmp_path) as process:
         port = process.port()
+        wait_ready(port)  # as the Deployment's readiness probe does before Slack's requests
         acks = burst(port, signed)
         load = os.getloadavg()[0]
         seconds = sorted(took for _, took in acks)
