@@ -116,6 +116,18 @@ def fit_claims(inventory: Inventory, claims: list[PodClaim], node: NodeInfo) -> 
                    published=devices)
 
 
+def alternative_outcomes(inventory: Inventory, claims: list[PodClaim], node: NodeInfo
+                         ) -> list[list[RequestOutcome]]:
+    """Per request of the claims not allocated yet, how each of its alternatives fares on the
+    node, every one of them (a fit stops at the first that fits): what a gang's later pods
+    fall back on once the first alternative's devices are taken."""
+    devices = inventory.devices_for(node)
+    own = {key for claim in claims for key in claim.allocated_devices}
+    return [[_alternative_outcome(inventory, request, alternative, devices, own)
+             for alternative in request.alternatives]
+            for claim in claims if claim.allocated_nodes is None for request in claim.requests]
+
+
 def _request_outcome(inventory: Inventory, request: Request, devices: list[SliceDevice],
                      own: set[DeviceKey]) -> RequestOutcome:
     best: RequestOutcome | None = None

@@ -17,7 +17,8 @@ from scoring.dra.build import (
     template_claim_refs,
 )
 from scoring.dra.capacity import SharedUsage
-from scoring.dra.fit import device_rows, fit_claims
+from scoring.dra.fit import alternative_outcomes, device_rows, fit_claims
+from scoring.dra.gang import gang_pods
 from scoring.dra.model import ZERO, Holder, NodeFit, PodClaim
 from scoring.dra.rows import (
     Alternative,
@@ -306,12 +307,19 @@ class ClaimSet:
     def fit(self, node: NodeInfo) -> NodeFit:
         name = node.name
         if name not in self.fits:
-            # A claim with a problem (missing claim, template or class) cannot be judged per node.
-            self.fits[name] = self.inventory.fit(
-                [c for c in self.claims if c.problem is None]
-                + [c for resource, c in self.extended.items() if self.serves(node, resource)],
-                node)
+            self.fits[name] = self.inventory.fit(self._judged_on(node), node)
         return self.fits[name]
+
+    def gang_pods(self, node: NodeInfo, limit: int) -> tuple[int, int]:
+        """Pods asking these claims that the node takes at once, with every device free and
+        with what other claims hold now, each at most ``limit`` (``scoring.dra.gang``)."""
+        return gang_pods(alternative_outcomes(self.inventory, self._judged_on(node), node),
+                         limit)
+
+    def _judged_on(self, node: NodeInfo) -> list[PodClaim]:
+        # A claim with a problem (missing claim, template or class) cannot be judged per node.
+        return ([c for c in self.claims if c.problem is None]
+                + [c for resource, c in self.extended.items() if self.serves(node, resource)])
 
     def serves(self, node: NodeInfo, resource: str) -> bool:
         """DRA, not a device plugin, meets the pod's ``resource`` on this node.

@@ -421,8 +421,9 @@ def test_a_gang_whose_pods_are_all_being_deleted_names_none(gangs: Lists) -> Non
         " lower minCount.")
 
 
-def test_a_gang_asking_gpus_only_through_claims_is_judged_pod_by_pod(gangs: Lists) -> None:
-    # chat-c and big-kv join a PodGroup of their own: gpuwhy judges DRA gangs pod by pod
+def test_a_claim_gang_pod_that_cannot_fit_alone_gets_its_own_answer(gangs: Lists) -> None:
+    # chat-c and big-kv join a PodGroup of their own: chat-c's 20Gi does not fit in the 10Gi
+    # dra-share-1 has left, which is said first; the gang's view is in the summary
     group = copy.deepcopy(find(gangs["gangs"], "moe-train-workers", "train"))
     group["metadata"].update(name="serve-workers", namespace="infer", uid="serve-workers-uid")
     group["spec"] = {"schedulingPolicy": {"gang": {"minCount": 2}}}
@@ -438,4 +439,6 @@ def test_a_gang_asking_gpus_only_through_claims_is_judged_pod_by_pod(gangs: List
         " shared device: dra-share-1/gpu-0 (memory 80Gi) has 70Gi consumed by"
         " infer/chat-a-gpu-rxw97 (chat-a) and infer/chat-b-gpu-sw5b4 (chat-b): 10Gi left, 20Gi"
         " needed. Wait for a sharing claim to be released, ask for less, or add devices.")
-    assert "gang" not in verdict.node_summary
+    # 20Gi of dra-share-1's 80Gi: four pods empty, none now
+    assert verdict.node_summary.endswith(
+        "; gang serve-workers (minCount 2): 0 pods fit now on 0 nodes, 4 with every GPU free")

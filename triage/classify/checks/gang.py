@@ -8,11 +8,18 @@ them apart: on the nodes the pod's selector and taints leave, how many of its po
 every GPU free (too-large below minCount), how many fit now (exhausted below minCount), and
 how many pods name the group (other-constraint below minCount: the scheduler waits for the
 rest to be created). GPU causes come first: these run after the per-pod GPU filters.
+GPUs asked through DRA claims count like device-plugin GPUs: per node, how many pods asking
+the pod's claims its devices take at once (``scoring.dra.gang``).
 """
 
 from __future__ import annotations
 
+from scoring.dra import Request, SliceDevice
+from scoring.dra.capacity import quantity_text, usage_text
+from scoring.dra.model import Holder, holders_text
+from scoring.dra.rows import DeviceKey
 from scoring.gang import GangPlacement, place_gang
+from scoring.nodetable import NodeInfo
 from scoring.rows import WorkloadRow
 from scoring.verdict import Evidence, NodeOutcomes
 from triage import admission
@@ -23,15 +30,28 @@ from triage.messages import latest_scheduling_failure, parse_failed_scheduling
 from triage.vocabulary import Cause
 
 _NO_GANG_POD = frozenset(c.value for c in (
-    Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED, Cause.NO_GPU_NODE, Cause.ALLOCATABLE_ZERO,
-    Cause.TOO_LARGE))
+    Cause.SELECTOR_MISMATCH, Cause.TAINT_UNTOLERATED, Cause.NO_GPU_NODE, Cause.DEVICE_UNFIT,
+    Cause.ALLOCATABLE_ZERO, Cause.TOO_LARGE))
+MAX_PODS = 110  # the kubelet's default maxPods, for a node whose allocatable pods is unread
+
+
+def _dra_gpu_requests(subject: Subject) -> list[Request]:
+    """The GPU requests of the pod's claims that are yet to be allocated."""
+    dra = subject.dra
+    if dra is None:
+        return []
+    return [request for claim in dra.claims
+            if claim.problem is None and claim.allocated_nodes is None
+            for request in claim.requests if dra.inventory.is_gpu_request(request)]
 
 
 def _judged(subject: Subject) -> Gang | None:
-    """The pod's gang when gpuwhy judges it as one: extended-resource GPUs, a gang policy of
-    more than one pod, fewer of them bound than minCount."""
+    """The pod's gang when gpuwhy judges it as one: GPUs as extended resources or through
+    claims (not an extended resource DRA serves), a gang policy of more than one pod, fewer
+    of them bound than minCount."""
     gang = subject.gang
-    if (gang is None or gang.pod_group is None or gang.min_count < 2 or not subject.gpu
+    if (gang is None or gang.pod_group is None or gang.min_count < 2
+            or not (subject.gpu or _dra_gpu_requests(subject))
             or subject.extended_dra or len(gang.bound) >= gang.min_count):
         return None
     return gang
@@ -43,6 +63,7 @@ def _placement(subject: Subject) -> GangPlacement:
     if subject.gang_placement is None:
         node_info, free_gpus = subject.rows.node, subject.rows.free_gpus
         resources = list(subject.gpu)
+        dra = subject.dra if _dra_gpu_requests(subject) else None
         rows = []
         for report in subject.reports.where(lambda outcome: outcome not in _NO_GANG_POD):
             # the per-pod funnel has judged every node up to too-large: a node it dropped by
@@ -50,13 +71,19 @@ def _placement(subject: Subject) -> GangPlacement:
             if (node := node_info(report.name)) is None:
                 continue
             allocatable = node.allocatable
-            if len(resources) == 1:  # the usual case, without a loop per node
+            if len(resources) == 1 and dra is None:  # the usual case, without a loop per node
                 rows.append((node.name, [allocatable.get(resources[0], 0)],
                              [free_gpus(node, resources[0])]))
-            else:
-                rows.append((node.name, [allocatable.get(r, 0) for r in resources],
-                             [free_gpus(node, r) for r in resources]))
-        subject.gang_placement = place_gang(rows, list(subject.gpu.values()))
+                continue
+            empty = [allocatable.get(r, 0) for r in resources]
+            now = [free_gpus(node, r) for r in resources]
+            if dra is not None:  # the claims' pods as one more resource, one per pod
+                pods = dra.gang_pods(node, allocatable.get("pods") or MAX_PODS)
+                empty.append(pods[0])
+                now.append(pods[1])
+            rows.append((node.name, empty, now))
+        asked = list(subject.gpu.values()) + ([1] if dra is not None else [])
+        subject.gang_placement = place_gang(rows, asked)
     return subject.gang_placement
 
 
@@ -73,9 +100,24 @@ def gang_summary(subject: Subject) -> str:
 
 
 def _asks(subject: Subject, gang: Gang) -> str:
-    per_pod = " + ".join(f"{n} {r}" for r, n in subject.gpu.items())
+    per_pod = " + ".join([*(f"{n} {r}" for r, n in subject.gpu.items()),
+                          *(_claim_asks(r) for r in _dra_gpu_requests(subject))])
     return f"{gang.label} needs {gang.min_count} pods × {per_pod} at once (gang minCount " \
            f"{gang.min_count})"
+
+
+def _claim_asks(request: Request) -> str:
+    """"1 × gpu.nvidia.com (memory 35Gi)", or "first available of h100: 1 × gpu.nvidia.com,
+    l4: 1 × gpu.nvidia.com" for a prioritized list."""
+    texts = []
+    for alternative in request.alternatives:
+        capacity = ", ".join(f"{name} {quantity_text(amount)}"
+                             for name, amount in alternative.capacity)
+        text = alternative.asked + (f" ({capacity})" if capacity else "")
+        if "/" in alternative.label:
+            text = f"{alternative.label.split('/', 1)[1]}: {text}"
+        texts.append(text)
+    return texts[0] if len(texts) == 1 else "first available of " + ", ".join(texts)
 
 
 def _names(nodes: list[tuple[str, int]]) -> str:
@@ -143,22 +185,16 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
     if placement.fit_now + bound >= gang.min_count:
         return None
     _show_gang_view(subject, placement)
-    members = {p.key for p in gang.members}
-    resource = next(iter(subject.gpu))
     held = []
     evidence = _evidence(subject, gang)
     for name in placement.held_back():
         node = subject.rows.node(name)
-        holders = [(p, n) for p, n in subject.rows.holders_on(name, resource)
-                   if p.key not in members]
-        if node is None or not holders:
+        found = None if node is None else (
+            _held_gpus(subject, gang, node) if subject.gpu else _held_devices(subject, node))
+        if found is None:
             continue  # held by the gang's own bound pods alone: they count as placed
-        allocatable = node.allocatable.get(resource, 0)
-        taken = allocatable - subject.rows.free_gpus(node, resource)
-        who = first_four((p.label for p, _ in holders), len(holders))
-        held.append(f"{name} has {taken}/{allocatable} {resource} held by {who}")
-        evidence.append(Evidence(f"Node/{name}", f"status.allocatable[{resource}] − requests",
-                                 f"{taken}/{allocatable} held by {who}"))
+        held.append(found[0])
+        evidence.append(found[1])
         if len(held) == 3:
             break
     # never empty: the per-pod exhausted filter left a node with room for one pod now
@@ -174,12 +210,53 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
                    + _assumed_note(subject, gang) + _incomplete_note(gang), evidence)
 
 
+def _held_gpus(subject: Subject, gang: Gang, node: NodeInfo) -> tuple[str, Evidence] | None:
+    """Who holds the node's GPUs of the pod's first resource, but the gang's own pods."""
+    members = {p.key for p in gang.members}
+    resource = next(iter(subject.gpu))
+    holders = [(p, n) for p, n in subject.rows.holders_on(node.name, resource)
+               if p.key not in members]
+    if not holders:
+        return None
+    allocatable = node.allocatable.get(resource, 0)
+    taken = allocatable - subject.rows.free_gpus(node, resource)
+    who = first_four((p.label for p, _ in holders), len(holders))
+    return (f"{node.name} has {taken}/{allocatable} {resource} held by {who}",
+            Evidence(f"Node/{node.name}", f"status.allocatable[{resource}] − requests",
+                     f"{taken}/{allocatable} held by {who}"))
+
+
+def _held_devices(subject: Subject, node: NodeInfo) -> tuple[str, Evidence] | None:
+    """The claims holding the node's devices that the pod's requests match: exclusive devices
+    allocated, shared ones with what their claims consume (a gang's own bound pods' claims
+    among them: their devices stay theirs)."""
+    assert subject.dra is not None
+    fit = subject.dra.fit(node)
+    outcomes = [*fit.requests, *(tried for outcome in fit.requests for tried in outcome.tried)]
+    held: dict[DeviceKey, tuple[SliceDevice, Holder]] = {}
+    shared: dict[DeviceKey, str] = {}
+    for outcome in outcomes:
+        for device, capacity in outcome.capacity:
+            if device.shared and capacity.shares:
+                shared[device.key] = f"{device.name} {usage_text(device, capacity.shares)}"
+        held.update((device.key, (device, holder)) for device, holder in outcome.holders
+                    if not device.shared)
+    parts = list(shared.values()) + ([holders_text(list(held.values()))] if held else [])
+    if not parts:
+        return None
+    who = "; ".join(parts)
+    return (f"{node.name}: {who}",
+            Evidence(f"Node/{node.name}", "ResourceClaims allocated on its devices", who))
+
+
 def _assumed_note(subject: Subject, gang: Gang) -> str:
     """The one gang pod the group cycle could not place gets an ordinary filter message, whose
-    counts include the nodes the other gang pods were tried on: they hold nothing now."""
+    counts include the nodes (or devices) the other gang pods were tried on: they hold
+    nothing now."""
     message = latest_scheduling_failure(subject.row, subject.events)
+    claims = bool(_dra_gpu_requests(subject))
     short = [r for r in (parse_failed_scheduling(message).reasons if message else ())
-             if r.kind.partition(":")[2] in subject.gpu]
+             if r.kind.partition(":")[2] in subject.gpu or (claims and r.kind == "dra")]
     if not short:
         return ""
     return (f" (The scheduler's \"{short[0].count} {short[0].text}\" counts the nodes the other "
