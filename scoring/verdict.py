@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from itertools import compress
 from typing import Any, overload
@@ -128,6 +128,15 @@ class ReportTable:
             changed.details[position] = detail
         return changed
 
+    def with_reports(self, reports: Mapping[int, NodeReport]) -> ReportTable:
+        """A new table with the same columns and these positions' reports. The other reports
+        read so far are the same objects in both: an answer's reports are not changed once
+        it is given, and copying them all is what this spares."""
+        changed = ReportTable(self.names, self.outcomes, self.details, self._position)
+        changed.scores = list(self.scores)
+        changed._made = {**self._made, **reports}
+        return changed
+
 
 class NodeOutcomes(Mapping[str, NodeReport]):
     """A ReportTable's reports by node name, iterated in ``order`` (positions in the table):
@@ -216,6 +225,19 @@ class NodeReports(Sequence[NodeReport]):
     def __repr__(self) -> str:
         return f"NodeReports({list(self)!r})"
 
+    def in_order(self, names: Iterable[str]) -> list[NodeReport]:
+        """These nodes' reports, in this order; no other report made."""
+        table = self.table
+        positions = [p for name in names if (p := table.position(name)) is not None]
+        positions.sort(key=self.order.index)  # a few nodes: a scan in C each
+        return list(map(table.report, positions))
+
+    def replacing(self, reports: Sequence[NodeReport]) -> NodeReports:
+        """The same reports in the same order, these ones (by name) replaced."""
+        table = self.table
+        return NodeReports(table.with_reports(
+            {p: r for r in reports if (p := table.position(r.name)) is not None}), self.order)
+
 
 @dataclass
 class Verdict:
@@ -236,10 +258,15 @@ class Verdict:
     scheduler_summary: str | None = None  # HAMi proposal line: "find fit node(...)..."
     error: str | None = None  # a cluster read failure, in one sentence
     telemetry: str | None = None  # where the live device figures came from, or why none
+    # nodes a kept answer left out of ``nodes``, counted by outcome (bot.answer.kept)
+    nodes_omitted: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         listed = self if isinstance(self.nodes, list) else replace(self, nodes=list(self.nodes))
-        return asdict(listed, dict_factory=data_dict)
+        data = asdict(listed, dict_factory=data_dict)
+        if not self.nodes_omitted:  # written only when some were: every other answer reads
+            del data["nodes_omitted"]  # as it did before there were kept answers
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:

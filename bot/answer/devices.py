@@ -7,8 +7,10 @@ templates lay them out.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +19,7 @@ from bot.answer.blocks import escape_mrkdwn, render_blocks, render_text
 from bot.answer.render import cause_emoji
 from scoring.dra import DRA_HOLDERS
 from scoring.hami import HAMI_HOLDERS
-from scoring.verdict import Device, NodeReport, Verdict, data_dict
+from scoring.verdict import Device, NodeReport, NodeReports, Verdict, data_dict
 from triage.vocabulary import CAUSE_ORDER, FIT, Cause
 
 MAX_DEVICE_NODES = 10  # two Block Kit blocks each
@@ -56,35 +58,54 @@ def relevant_nodes(verdict: Verdict, limit: int = MAX_DEVICE_NODES) -> RelevantN
 
     Worst first: unfit before fit, then the earlier the check a node fails, the worse (a HAMi
     device code counts as device-unfit), then the least preferred score under the policy,
-    then by name.
+    then by name. Picked from the reports' columns: only the listed reports are made (an
+    answer on 100,000 nodes lists ten).
     """
+    nodes = verdict.nodes
+    names, outcomes, scores = report_columns(nodes)
     if verdict.cause in BOUND_CAUSES:
-        shown, scope = verdict.nodes[:1], "the node it is bound to"
+        picked, scope = list(range(min(1, len(nodes)))), "the node it is bound to"
     else:
-        shown = [n for n in verdict.nodes if n.outcome not in _RULED_OUT]
+        picked = [i for i, outcome in enumerate(outcomes) if outcome not in _RULED_OUT]
         scope = "nodes it could use, worst first"
-        if not shown:
-            shown = [n for n in verdict.nodes if n.outcome == Cause.TAINT_UNTOLERATED]
+        if not picked:
+            picked = [i for i, outcome in enumerate(outcomes)
+                      if outcome == Cause.TAINT_UNTOLERATED]
             scope = "nodes its selector matches, all tainted"
-        if not shown:
-            scope = "no node matches its selector" if verdict.nodes else "no node to show"
+        if not picked:
+            scope = ("no node matches its selector" if nodes or verdict.nodes_omitted
+                     else "no node to show")
     # Under binpack the highest score wins, under spread the lowest: worst is the other end.
     sign = -1.0 if verdict.score_policy == "spread" else 1.0
 
-    def worst_first(node: NodeReport) -> tuple[bool, int, float, str]:
-        rank = CAUSE_ORDER[Cause(node.outcome)] if node.outcome in _CAUSE_WORDS else _DEVICE_RANK
-        score = -math.inf if node.score is None else sign * node.score
-        return (node.outcome == FIT, rank, score, node.name)
+    def worst_first(i: int) -> tuple[bool, int, float, str]:
+        outcome, score = outcomes[i], scores[i]
+        rank = CAUSE_ORDER[Cause(outcome)] if outcome in _CAUSE_WORDS else _DEVICE_RANK
+        return (outcome == FIT, rank, -math.inf if score is None else sign * score, names[i])
 
-    shown = sorted(shown, key=worst_first)
-    listed = {n.name for n in shown[:limit]}
-    others = Counter(_counted_outcome(n) for n in verdict.nodes if n.name not in listed)
-    return RelevantNodes(scope, shown[:limit], dict(others))
+    shown = [nodes[i] for i in heapq.nsmallest(limit, picked, key=worst_first)]
+    counted = Counter(outcomes)
+    counted.subtract(node.outcome for node in shown)
+    counted.update(verdict.nodes_omitted)
+    others: Counter[str] = Counter()
+    for outcome, count in counted.items():
+        if count:
+            others[_counted_outcome(outcome)] += count
+    return RelevantNodes(scope, shown, dict(others))
 
 
-def _counted_outcome(node: NodeReport) -> str:
-    return node.outcome if node.outcome in _CAUSE_WORDS or node.outcome == FIT else str(
-        Cause.DEVICE_UNFIT)
+def report_columns(nodes: Sequence[NodeReport]
+             ) -> tuple[Sequence[str], Sequence[str], Sequence[float | None]]:
+    """The reports' names, outcomes and scores, in their order, no report made."""
+    if isinstance(nodes, NodeReports):
+        table, order = nodes.table, nodes.order
+        return (list(map(table.names.__getitem__, order)), nodes.outcomes(),
+                list(map(table.scores.__getitem__, order)))
+    return ([n.name for n in nodes], [n.outcome for n in nodes], [n.score for n in nodes])
+
+
+def _counted_outcome(outcome: str) -> str:
+    return outcome if outcome in _CAUSE_WORDS or outcome == FIT else str(Cause.DEVICE_UNFIT)
 
 
 def others_line(others: dict[str, int]) -> str:

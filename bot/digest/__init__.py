@@ -4,6 +4,7 @@
 is; ``post`` sends the digest to Slack once per week and channel.
 """
 
+from bot.answer.kept import implicated_nodes
 from bot.digest.digest import (
     EVERYTHING,
     Blocks,
@@ -14,7 +15,6 @@ from bot.digest.digest import (
     compute_stats,
     digest_blocks,
     digest_text,
-    implicated_nodes,
     load_digest,
     stats_blocks,
     stats_text,

@@ -26,10 +26,10 @@ import jinja2
 
 from bot.answer import render
 from bot.answer.blocks import escape_mrkdwn
+from bot.answer.kept import implicated_nodes
 from bot.digest.weeks import add_weeks, load_timezone, week_key, week_start
 from bot.store import Store, StoredIncident
-from scoring.verdict import Verdict
-from triage.vocabulary import CAUSE_ORDER, FIT, NODE_UNREGISTERED, Cause
+from triage.vocabulary import CAUSE_ORDER, Cause
 
 log = logging.getLogger(__name__)
 
@@ -169,22 +169,6 @@ class Digest:
 
     def percent(self, count: int) -> int:
         return round(100 * count / self.total) if self.total else 0
-
-
-def implicated_nodes(verdict: Verdict) -> list[str]:
-    """Nodes that made this answer: those whose own outcome is the verdict's cause (the full
-    node for `exhausted`, the broken one for `allocatable-zero`), the bound node for
-    `node-runtime-error`, and the nodes HAMi turned down for `device-unfit`. Nodes that fit,
-    or that the pod's own selector left out, say nothing about the node."""
-    if verdict.cause == Cause.SELECTOR_MISMATCH:
-        return []  # every node "is" the cause; the pod's selector is what is wrong
-    if verdict.cause == Cause.NODE_RUNTIME_ERROR:
-        return [report.name for report in verdict.nodes[:1]]  # a bound pod has one report
-    if verdict.cause == Cause.DEVICE_UNFIT:
-        # HAMi rejections carry the device-code summary ("2/4 NumaNotFit") as the outcome.
-        not_hami = {FIT, NODE_UNREGISTERED, *(cause.value for cause in Cause)}
-        return [report.name for report in verdict.nodes if report.outcome not in not_hami]
-    return [report.name for report in verdict.nodes if report.outcome == verdict.cause]
 
 
 def broken_nodes(incidents: Iterable[StoredIncident], end: datetime,

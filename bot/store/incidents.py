@@ -25,6 +25,7 @@ from sqlalchemy import CursorResult, delete, func, select
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
+from bot.answer.kept import kept_verdict
 from bot.store.engine import (
     MIGRATIONS_DIR,
     StoreError,
@@ -240,9 +241,11 @@ class Store:
         message_ts: str | None = None,
         at: datetime | None = None,
     ) -> int:
-        """Store one answer; returns the incident id."""
+        """Store one answer, as gpuwhy keeps it (``bot.answer.kept``); returns the incident
+        id."""
         if source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+        verdict = kept_verdict(verdict)
         namespace, _, name = verdict.ref.partition("/")
         row = Incident(
             created_at=utc(at),

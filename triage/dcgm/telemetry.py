@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
+from itertools import islice
 
-from scoring.verdict import Device, Evidence, Holding, NodeReport, Verdict
+from scoring.verdict import Device, Evidence, Holding, NodeReport, NodeReports, Verdict
 from triage.dcgm.series import DCGM_HOLDERS, GPU_UUID_PREFIX, GpuFacts, Telemetry
 from triage.vocabulary import Cause
 
@@ -46,12 +48,18 @@ def with_telemetry(verdict: Verdict, telemetry: Telemetry, source: str) -> Verdi
     """A copy of ``verdict`` with DCGM's facts on the devices of the nodes it read, and as
     evidence: fresh XIDs for answers about a node's health, each holder's utilisation for
     ``exhausted``. ``source`` names where the facts came from, for the telemetry line."""
-    result = copy.deepcopy(verdict)
     strangers: list[str] = []
-    for report in result.nodes:
-        gpus = telemetry.gpus.get(report.name)
-        if gpus:
-            report.devices = merge_devices(report.devices, gpus, holders_of(report), strangers)
+    merged = []
+    for report in _in_answer_order(verdict.nodes, [n for n, gpus in telemetry.gpus.items()
+                                                   if gpus]):
+        copied = copy.deepcopy(report)
+        copied.devices = merge_devices(copied.devices, telemetry.gpus[report.name],
+                                       holders_of(copied), strangers)
+        merged.append(copied)
+    # a copy with the few nodes read changed: the others are the answer's own reports,
+    # which nothing here changes (100,000 of them, on the largest clusters)
+    result = replace(verdict, evidence=list(verdict.evidence),
+                     nodes=_replacing(verdict.nodes, merged))
     when = _clock(telemetry.at)
     problems = "; ".join(telemetry.problems)
     result.telemetry = (f"telemetry: DCGM via {source} at {when}"
@@ -102,9 +110,21 @@ def _strangers_note(strangers: list[str]) -> str:
 
 
 def without_telemetry(verdict: Verdict, why: str) -> Verdict:
-    result = copy.deepcopy(verdict)
-    result.telemetry = f"no telemetry: {why}"
-    return result
+    return replace(verdict, telemetry=f"no telemetry: {why}")
+
+
+def _in_answer_order(nodes: Sequence[NodeReport], names: list[str]) -> list[NodeReport]:
+    if isinstance(nodes, NodeReports):
+        return nodes.in_order(names)
+    wanted = set(names)
+    return [report for report in nodes if report.name in wanted]
+
+
+def _replacing(nodes: Sequence[NodeReport], reports: list[NodeReport]) -> Sequence[NodeReport]:
+    if isinstance(nodes, NodeReports):
+        return nodes.replacing(reports)
+    by_name = {report.name: report for report in reports}
+    return [by_name.get(report.name, report) for report in nodes]
 
 
 def merge_devices(devices: Sequence[Device], gpus: list[GpuFacts],
@@ -164,7 +184,7 @@ def named_nodes(verdict: Verdict) -> list[NodeReport]:
     that gave the answer (the first few a 5,000-node answer names)."""
     if verdict.cause in (Cause.SCHEDULED, Cause.NODE_RUNTIME_ERROR):
         return list(verdict.nodes[:1])
-    return [n for n in verdict.nodes if n.outcome == verdict.cause][:5]
+    return list(islice((n for n in verdict.nodes if n.outcome == verdict.cause), 5))
 
 
 def xid_evidence(verdict: Verdict) -> list[Evidence]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from slack_bolt import Respond
 
+from bot.answer.kept import kept_verdict
 from bot.answer.visibility import visible_verdict
 from bot.clusters.fleet import Fleet
 from bot.clusters.sources import TriageSource
@@ -166,7 +167,9 @@ class BotState:
     def remember(self, verdict: Verdict, *, cluster: str, asked_by: str, channel: str,
                  message_ts: str | None, source: str = SLACK_SOURCE) -> None:
         """Keep a posted answer for its thread (``message_ts`` None: a private reply, which has
-        none) and journal it for the store (never waits)."""
+        none) and journal it for the store (never waits), both as gpuwhy keeps answers
+        (``bot.answer.kept``)."""
+        verdict = kept_verdict(verdict)
         now = self.clock()
         if message_ts is not None:
             self.recent.remember(channel, message_ts, PostedAnswer(verdict, now, cluster))

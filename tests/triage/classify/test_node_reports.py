@@ -12,6 +12,7 @@ from bench.generate import generate, pending_refs
 from scoring.verdict import NodeOutcomes, NodeReport, NodeReports, ReportTable, Verdict
 from triage.classify import triage
 from triage.classify.report import MAX_DEVICE_NODES
+from triage.dcgm import GpuFacts, Telemetry, with_telemetry
 from triage.refs import parse_ref
 from triage.snapshot import Snapshot
 
@@ -113,3 +114,38 @@ def test_scores_must_match_their_nodes() -> None:
     with pytest.raises(ValueError, match="2 positions, 1 scores"):
         table.set_scores([0, 2], [0.5])
     assert table.scores == [None] * 4
+
+
+def test_reports_replaced_by_name_keep_the_order_and_the_rest() -> None:
+    table = _table()
+    nodes = NodeReports(table, [1, 3, 0, 2])
+    nodes[0].detail = "set by a reader"
+    assert [r.name for r in nodes.in_order(["c", "b", "nowhere"])] == ["b", "c"]
+    replacement = NodeReport("c", "fit", "changed", devices=[])
+    changed = nodes.replacing([replacement])
+    assert [r.name for r in changed] == ["b", "d", "a", "c"]
+    assert changed[3] is replacement and nodes[3].detail == "fits"
+    assert changed[0] is nodes[0]  # a report read before: the same, what was set on it too
+    changed.table.set_scores([0], [9.0])
+    assert (changed[2].score, nodes[2].score) == (9.0, None)
+
+
+def test_telemetry_changes_only_the_reports_of_the_nodes_it_read(cluster: Snapshot) -> None:
+    verdict = triage(cluster, parse_ref(_kinds()[-1]))
+    nodes = verdict.nodes
+    assert isinstance(nodes, NodeReports)
+    read = [nodes[3].name, nodes[1].name]
+    facts = {name: [GpuFacts(name, 0, f"GPU-{name}", "A100", utilisation=7)] for name in read}
+    made = nodes.table.made
+    merged = with_telemetry(verdict, Telemetry(1796043120.0, facts), "Prometheus")
+    assert isinstance(merged.nodes, NodeReports)
+    assert merged.nodes.table.made <= made + 2  # no report made for the others
+    for position, report in enumerate(merged.nodes):
+        before = nodes[position]
+        assert report.name == before.name
+        if report.name in read:
+            assert [(d.uuid, d.utilisation) for d in report.devices][-1:] == [
+                (f"GPU-{report.name}", 7)]
+            assert all(d.utilisation is None for d in before.devices)
+        else:
+            assert report == before
