@@ -67,6 +67,15 @@ def test_a_nominated_node_says_who_the_pod_waits_for(
          "1 No preemption victims found for incoming pod")]
 
 
+def test_one_finished_pod_on_a_full_node_is_said_in_the_singular() -> None:
+    lists = load_lists("seven-states")
+    lists["pods"].remove(find(lists["pods"], "crashed", "team-b"))
+    verdict = _answer(lists, "research/full")
+    assert verdict.action.startswith(
+        "gpu-a10-full has 2/2 nvidia.com/gpu held by ml/train-a, team-b/train-b (team-b/done is"
+        " finished and holds nothing). Wait for them to finish,")
+
+
 def test_one_node_that_publishes_its_gpus_only_through_dra() -> None:
     lists = load_lists("dra-basics")
     find(lists["pods"], "legacy-gpu", "serving")["spec"]["nodeSelector"] = {

@@ -19,7 +19,7 @@ from triage.refs import PodRef
 from triage.snapshot import DUMP_FILES
 
 SEVEN = FIXTURES / "scenarios" / "seven-states"
-FINISHED_REMARK = re.compile(r" \([^()]* (is|are) finished and hold nothing\)")
+FINISHED_REMARK = re.compile(r" \([^()]* (is|are) finished and holds? nothing\)")
 ALL_SCENARIOS = sorted(d for folder in ("scenarios", "scenarios-extra")
                        for d in (FIXTURES / folder).iterdir() if (d / "expected.json").exists())
 

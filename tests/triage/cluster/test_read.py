@@ -31,7 +31,7 @@ ALL_SCENARIOS = sorted(d for folder in ("scenarios", "scenarios-extra")
                        for d in (FIXTURES / folder).iterdir() if (d / "expected.json").exists())
 # The one remark a live read cannot make: it lists only non-terminated pods (at 150,000 pods,
 # finished Job pods can outnumber the running ones), so it never sees the finished holders.
-FINISHED_REMARK = re.compile(r" \([^()]* (?:is|are) finished and hold nothing\)")
+FINISHED_REMARK = re.compile(r" \([^()]* (?:is|are) finished and holds? nothing\)")
 
 
 

@@ -191,8 +191,9 @@ def explain_exhausted(subject: Subject, dropped: Dropped) -> Finding:
     for node, _ in dropped[:3]:  # the nodes the action names
         finished += [p.label for p in subject.rows.pods_on(node.name)
                      if p.terminated and p.request(resource) > 0]
-    done = (f" ({' and '.join(finished[:4])} {'are' if len(finished) > 1 else 'is'} finished and "
-            "hold nothing)") if finished else ""
+    done = (f" ({' and '.join(finished[:4])} "
+            f"{'are finished and hold' if len(finished) > 1 else 'is finished and holds'} "
+            "nothing)") if finished else ""
     alternative = next((r for r in subject.reports.where(Cause.SELECTOR_MISMATCH.value.__eq__)
                         if fits_gpu_wise(subject, subject.rows.node(r.name))), None)
     elsewhere = ""
