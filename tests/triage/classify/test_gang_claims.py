@@ -230,3 +230,36 @@ def test_a_pod_asking_two_shared_devices_takes_the_emptiest_first(claims: Lists)
     # with nothing consumed: gpu-0 and gpu-3 take two 40Gi each, gpu-1 and gpu-2 one: 3 pods
     assert verdict.node_summary.endswith(
         "; gang pair-workers (minCount 2): 2 pods fit now on 1 node, 3 with every GPU free")
+
+
+def _extended_gang(pods: int, min_count: int) -> Lists:
+    """scenarios-extra/dra-extended (nvidia.com/gpu met by DeviceClass gpu.nvidia.com where a
+    node's allocatable lacks it): ext-a100b asks 1 and gets ``pods - 1`` more like it, all in
+    PodGroup serving/ext-workers. Its pool a100-b is dra-a100-2: 4 devices, gpu-0 held by
+    finetune-1g's claim, gpu-1 and gpu-2 by the claim DRA made for legacy-runner's limit."""
+    lists = load_lists(FIXTURES / "scenarios-extra" / "dra-extended")
+    group = copy.deepcopy(find(load_lists(SCENARIO)["gangs"], "kv-workers", "infer"))
+    group["metadata"].update(name="ext-workers", namespace="serving", uid="ext-workers-uid")
+    group["spec"]["schedulingPolicy"]["gang"]["minCount"] = min_count
+    lists["gangs"] = [group]
+    pod = find(lists["pods"], "ext-a100b", "serving")
+    for part in ("limits", "requests"):
+        pod["spec"]["containers"][0]["resources"].get(part, {})["nvidia.com/gpu"] = "1"
+    pod["spec"]["schedulingGroup"] = {"podGroupName": "ext-workers"}
+    for number in range(2, pods + 1):
+        more = copy.deepcopy(pod)
+        more["metadata"].update(name=f"ext-a100b-{number}", uid=f"ext-a100b-{number}-uid")
+        lists["pods"].append(more)
+    return lists
+
+
+def test_a_gang_whose_gpu_limit_dra_serves_counts_the_devices() -> None:
+    verdict = answer(_extended_gang(2, 2), "serving/ext-a100b")
+    assert verdict.cause == "exhausted"
+    assert verdict.action.startswith(
+        "PodGroup serving/ext-workers needs 2 pods × 1 nvidia.com/gpu at once (gang minCount 2):"
+        " 1 of 2 gang pods fit now (dra-a100-2: 1); dra-a100-2: claim"
+        " vision/finetune-1g-gpu-7hfk8 (pod vision/finetune-1g): gpu-0, claim"
+        " vision/legacy-runner-extended-resources-7k2lq (pod vision/legacy-runner): gpu-1,gpu-2."
+        " With every GPU free the nodes would hold 4.")
+    assert answer(_extended_gang(5, 5), "serving/ext-a100b").cause == "too-large"

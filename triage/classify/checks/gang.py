@@ -18,7 +18,7 @@ from scoring.dra import Request, SliceDevice
 from scoring.dra.capacity import quantity_text, usage_text
 from scoring.dra.model import Holder, holders_text
 from scoring.dra.rows import DeviceKey
-from scoring.gang import GangPlacement, place_gang
+from scoring.gang import GangPlacement, place_gang, pods_per_node
 from scoring.nodetable import NodeInfo
 from scoring.rows import WorkloadRow
 from scoring.verdict import Evidence, NodeOutcomes
@@ -46,13 +46,13 @@ def _dra_gpu_requests(subject: Subject) -> list[Request]:
 
 
 def _judged(subject: Subject) -> Gang | None:
-    """The pod's gang when gpuwhy judges it as one: GPUs as extended resources or through
-    claims (not an extended resource DRA serves), a gang policy of more than one pod, fewer
-    of them bound than minCount."""
+    """The pod's gang when gpuwhy judges it as one: GPUs as extended resources (a device
+    plugin's or DRA's) or through claims, a gang policy of more than one pod, fewer of them
+    bound than minCount."""
     gang = subject.gang
     if (gang is None or gang.pod_group is None or gang.min_count < 2
             or not (subject.gpu or _dra_gpu_requests(subject))
-            or subject.extended_dra or len(gang.bound) >= gang.min_count):
+            or len(gang.bound) >= gang.min_count):
         return None
     return gang
 
@@ -63,7 +63,9 @@ def _placement(subject: Subject) -> GangPlacement:
     if subject.gang_placement is None:
         node_info, free_gpus = subject.rows.node, subject.rows.free_gpus
         resources = list(subject.gpu)
-        dra = subject.dra if _dra_gpu_requests(subject) else None
+        # claims judged node by node: the pod's own GPU claims, and those DRA makes for its
+        # extended resources on the nodes a DeviceClass serves them
+        dra = subject.dra if _dra_gpu_requests(subject) or subject.extended_dra else None
         rows = []
         for report in subject.reports.where(lambda outcome: outcome not in _NO_GANG_POD):
             # the per-pod funnel has judged every node up to too-large: a node it dropped by
@@ -75,16 +77,30 @@ def _placement(subject: Subject) -> GangPlacement:
                 rows.append((node.name, [allocatable.get(resources[0], 0)],
                              [free_gpus(node, resources[0])]))
                 continue
-            empty = [allocatable.get(r, 0) for r in resources]
-            now = [free_gpus(node, r) for r in resources]
-            if dra is not None:  # the claims' pods as one more resource, one per pod
-                pods = dra.gang_pods(node, allocatable.get("pods") or MAX_PODS)
-                empty.append(pods[0])
-                now.append(pods[1])
-            rows.append((node.name, empty, now))
-        asked = list(subject.gpu.values()) + ([1] if dra is not None else [])
-        subject.gang_placement = place_gang(rows, asked)
+            limit = allocatable.get("pods") or MAX_PODS
+            plugin = [(r, n) for r, n in subject.gpu.items()
+                      if dra is None or not dra.serves(node, r)]
+            asked = [n for _, n in plugin]
+            empty = pods_per_node([allocatable.get(r, 0) for r, _ in plugin], asked) \
+                if plugin else limit
+            now = pods_per_node([free_gpus(node, r) for r, _ in plugin], asked) \
+                if plugin else limit
+            if dra is not None:
+                claims_empty, claims_now = dra.gang_pods(node, limit)
+                empty, now = min(empty, claims_empty), min(now, claims_now)
+            rows.append((node.name, [empty], [now]))
+        per_pod = list(subject.gpu.values()) if len(resources) == 1 and dra is None else [1]
+        subject.gang_placement = place_gang(rows, per_pod)
     return subject.gang_placement
+
+
+def _served_by_dra(subject: Subject, node: NodeInfo) -> bool:
+    """The pod's GPUs on this node are devices of claims: its own, or the ones DRA makes for
+    its first extended resource there."""
+    if not subject.gpu:
+        return True
+    return subject.extended_dra and subject.dra is not None and subject.dra.serves(
+        node, next(iter(subject.gpu)))
 
 
 def gang_summary(subject: Subject) -> str:
@@ -190,7 +206,8 @@ def check_gang_exhausted(subject: Subject) -> Finding | None:
     for name in placement.held_back():
         node = subject.rows.node(name)
         found = None if node is None else (
-            _held_gpus(subject, gang, node) if subject.gpu else _held_devices(subject, node))
+            _held_devices(subject, node) if _served_by_dra(subject, node)
+            else _held_gpus(subject, gang, node))
         if found is None:
             continue  # held by the gang's own bound pods alone: they count as placed
         held.append(found[0])
@@ -254,7 +271,7 @@ def _assumed_note(subject: Subject, gang: Gang) -> str:
     counts include the nodes (or devices) the other gang pods were tried on: they hold
     nothing now."""
     message = latest_scheduling_failure(subject.row, subject.events)
-    claims = bool(_dra_gpu_requests(subject))
+    claims = bool(_dra_gpu_requests(subject)) or subject.extended_dra
     short = [r for r in (parse_failed_scheduling(message).reasons if message else ())
              if r.kind.partition(":")[2] in subject.gpu or (claims and r.kind == "dra")]
     if not short:
