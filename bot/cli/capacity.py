@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from bot.answer.capacity import capacity_text, where_text
@@ -24,6 +24,7 @@ from bot.cli.triage import (
 )
 from bot.clusters.telemetry import add_prometheus_option, prometheus_settings, with_idle
 from bot.config import BotConfig, ConfigError, load_config
+from scoring.verdict import Verdict
 from triage.classify.capacity import CapacityView, capacity_view
 from triage.classify.where import (
     WhereAnswer,
@@ -38,6 +39,7 @@ from triage.errors import ClusterError
 from triage.snapshot import Snapshot, SnapshotError
 
 EXIT_NO = 1  # where: nothing fits now
+_NO_VERDICT = Verdict(ref="", cause="", action="")
 
 
 def register(subparsers: Any) -> None:
@@ -158,7 +160,8 @@ def run_where(args: argparse.Namespace) -> int:
 
 
 def where_json(answer: WhereAnswer) -> dict[str, Any]:
-    data = asdict(answer)
+    # the verdict by its own to_dict: asdict would deep-copy every node report first
+    data = asdict(replace(answer, verdict=_NO_VERDICT))
     data["verdict"] = answer.verdict.to_dict()
     data["cause"] = answer.cause
     return data

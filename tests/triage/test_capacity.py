@@ -342,6 +342,7 @@ def test_where_command_exit_codes_and_text(capsys: pytest.CaptureFixture[str]) -
     data = json.loads(capsys.readouterr().out)
     assert data["cause"] == "exhausted" and data["nearest"][0]["name"] == "gpu-a10-full"
     assert data["verdict"]["cause"] == "exhausted"
+    assert len(data["verdict"]["nodes"]) == 6  # seven-states' nodes, every report
 
 
 def test_where_default_resource_is_the_clusters_own(capsys: pytest.CaptureFixture[str]) -> None:
