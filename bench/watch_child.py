@@ -102,14 +102,16 @@ def bare_loop_floors(source: Any) -> dict[str, float]:
 
 def answer(source: Any, ref: Any) -> int:
     """A slash command's answer as ``post_answer`` (bot/slack/listeners/commands.py) makes it:
-    the source's triage (timed per reader, the collector held off) and the Block Kit blocks
-    and fallback text of the answer; Slack's HTTP and the incident store are left out."""
+    the source's triage (timed per reader, the collector held off), the answer as the channel
+    may see it (every namespace, here) and its Block Kit blocks and fallback text; Slack's
+    HTTP and the incident store are left out."""
     from datetime import UTC, datetime
 
     from bot.answer.blocks import verdict_blocks, verdict_text
     from bot.answer.byline import byline
+    from bot.answer.visibility import visible_answer
 
-    verdict = source.triage(ref)
+    verdict = visible_answer(source.triage(ref), lambda namespace: True)
     line = byline("U0BENCH", cluster=None, as_of=source.as_of(), now=datetime.now(UTC))
     return len(verdict_blocks(verdict, line)) + len(verdict_text(verdict, line))
 

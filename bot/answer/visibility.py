@@ -85,3 +85,10 @@ def visible_verdict(verdict: Verdict, visible: NamespaceVisible) -> Verdict:
         nodes=[_hide_node(n, visible) for n in verdict.nodes],
     )
 
+
+def visible_answer(verdict: Verdict, visible: NamespaceVisible) -> Verdict:
+    """``visible_verdict`` for the answer's text and blocks, which read no node report: the
+    reports are left out rather than each copied with its names hidden (30-66 ms at 5,000
+    nodes, more than the triage). The thread's "show devices" hides its own nodes' names."""
+    return visible_verdict(dataclasses.replace(verdict, nodes=[], nodes_omitted={}), visible)
+

@@ -128,7 +128,7 @@ def post_answer(state: BotState, respond: Respond, client: WebClient,
         return
     # pod-not-found is mostly a typo: only the asker sees it, with the names it may have meant.
     private = verdict.cause == Cause.POD_NOT_FOUND
-    shown = state.shown_in(channel, verdict)
+    shown = state.answer_shown_in(channel, verdict)
     line = byline(None if private else user,
                   cluster=cluster if state.fleet.several else None, as_of=source.as_of(),
                   now=state.clock())

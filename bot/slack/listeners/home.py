@@ -18,7 +18,7 @@ from bot.alerts.stuck import StuckGroup, stuck_groups
 from bot.answer.blocks import escape_mrkdwn, one_line, verdict_blocks, verdict_text
 from bot.answer.byline import byline
 from bot.answer.home import HOME_TRIAGE_ACTION, MAX_STUCK_ROWS, StuckRow, home_view
-from bot.answer.visibility import visible_verdict
+from bot.answer.visibility import visible_answer
 from bot.digest import DigestError, Scope, digest_text, load_digest, load_timezone, week_start
 from bot.slack.listeners.replies import post_message
 from bot.slack.listeners.state import BotState
@@ -131,7 +131,7 @@ def register(app: App, state: BotState) -> None:
             except (RefError, ClusterError) as exc:
                 client.chat_postMessage(channel=user, text=escape_mrkdwn(one_line(exc), 2000))
                 return
-            shown = visible_verdict(verdict, state.home_visible)
+            shown = visible_answer(verdict, state.home_visible)
             line = byline(user, cluster=cluster if state.fleet.several else None,
                           as_of=state.fleet.source(cluster).as_of(), now=state.clock())
             posted = post_message(client, f"the answer for {ref} from the App Home",

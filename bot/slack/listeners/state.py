@@ -16,7 +16,7 @@ from typing import Any
 from slack_bolt import Respond
 
 from bot.answer.kept import kept_verdict
-from bot.answer.visibility import visible_verdict
+from bot.answer.visibility import visible_answer, visible_verdict
 from bot.clusters.fleet import Fleet
 from bot.clusters.sources import TriageSource
 from bot.config import EVERY_CHANNEL, BotConfig
@@ -257,8 +257,14 @@ class BotState:
 
     def shown_in(self, channel: str, verdict: Verdict) -> Verdict:
         """The Verdict without the names of pods in namespaces the channel may not describe."""
-        return visible_verdict(verdict, lambda namespace: self.config.namespace_allowed(
-            channel, namespace))
+        return visible_verdict(verdict, self._visible_in(channel))
+
+    def answer_shown_in(self, channel: str, verdict: Verdict) -> Verdict:
+        """``shown_in`` for the answer's text and blocks (``visible_answer``)."""
+        return visible_answer(verdict, self._visible_in(channel))
+
+    def _visible_in(self, channel: str) -> Callable[[str], bool]:
+        return lambda namespace: self.config.namespace_allowed(channel, namespace)
 
     def home_visible(self, namespace: str) -> bool:
         """The App Home is no channel: it names a namespace only where every configured

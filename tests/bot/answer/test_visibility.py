@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 
-from bot.answer.visibility import visible_verdict
+from bot.answer.blocks import verdict_blocks, verdict_text
+from bot.answer.visibility import visible_answer, visible_verdict
 from bot.clusters.sources import SnapshotSource
 from bot.clusters.telemetry import PrometheusClient, PrometheusSettings, TelemetrySource
-from scoring.verdict import NodeReport, Verdict
+from scoring.verdict import NodeReport, NodeReports, Verdict
 from tests.paths import FIXTURES
 from tests.prometheus import AT, URL, seven_states_prometheus
 from triage.refs import parse_ref
@@ -90,3 +91,22 @@ def test_a_channel_for_every_namespace_sees_every_holder_and_detail_as_stored() 
     verdict = SnapshotSource(DRA_NAMESPACES).triage(parse_ref("vision/pinned-a"))
     shown = visible_verdict(verdict, lambda namespace: True)
     assert shown.to_dict() == verdict.to_dict()
+
+
+def test_the_answer_is_hidden_alike_without_a_copy_of_each_report() -> None:
+    """The answer's text and blocks read no node report: ``visible_answer`` gives the same
+    as the whole ``visible_verdict`` and makes no report. Each ref's channel sees only its
+    own namespace."""
+    for directory in (HAMI_NAMESPACES, DRA_NAMESPACES):
+        source = SnapshotSource(directory)
+        for ref in json.loads((directory / "expected.json").read_text()):
+            verdict = source.triage(parse_ref(ref))
+            nodes = verdict.nodes
+            assert isinstance(nodes, NodeReports)
+            made = nodes.table.made
+            own = ref.split("/")[0]
+            answer = visible_answer(verdict, own.__eq__)
+            assert nodes.table.made == made, ref
+            whole = visible_verdict(verdict, own.__eq__)
+            assert verdict_text(answer, "by") == verdict_text(whole, "by"), ref
+            assert verdict_blocks(answer, "by") == verdict_blocks(whole, "by"), ref
