@@ -6,7 +6,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from itertools import compress
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 
 @dataclass(slots=True)
@@ -237,6 +237,25 @@ class NodeReports(Sequence[NodeReport]):
         table = self.table
         return NodeReports(table.with_reports(
             {p: r for r in reports if (p := table.position(r.name)) is not None}), self.order)
+
+
+class ReportColumns(NamedTuple):
+    """Reports' names, outcomes and scores, each in the reports' order."""
+
+    names: Sequence[str]
+    outcomes: Sequence[str]
+    scores: Sequence[float | None]
+
+
+def report_columns(nodes: Sequence[NodeReport]) -> ReportColumns:
+    """The columns of a Verdict's reports: read from a NodeReports' table, no report made;
+    from the reports themselves when they are a list (an answer read back)."""
+    if isinstance(nodes, NodeReports):
+        table, order = nodes.table, nodes.order
+        return ReportColumns(list(map(table.names.__getitem__, order)), nodes.outcomes(),
+                             list(map(table.scores.__getitem__, order)))
+    return ReportColumns([n.name for n in nodes], [n.outcome for n in nodes],
+                         [n.score for n in nodes])
 
 
 @dataclass

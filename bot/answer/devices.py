@@ -10,7 +10,6 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -19,7 +18,7 @@ from bot.answer.blocks import escape_mrkdwn, render_blocks, render_text
 from bot.answer.render import cause_emoji
 from scoring.dra import DRA_HOLDERS
 from scoring.hami import HAMI_HOLDERS
-from scoring.verdict import Device, NodeReport, NodeReports, Verdict, data_dict
+from scoring.verdict import Device, NodeReport, ReportColumns, Verdict, data_dict, report_columns
 from triage.vocabulary import CAUSE_ORDER, FIT, Cause
 
 MAX_DEVICE_NODES = 10  # two Block Kit blocks each
@@ -61,30 +60,10 @@ def relevant_nodes(verdict: Verdict, limit: int = MAX_DEVICE_NODES) -> RelevantN
     then by name. Picked from the reports' columns: only the listed reports are made (an
     answer on 100,000 nodes lists ten).
     """
-    nodes = verdict.nodes
-    names, outcomes, scores = report_columns(nodes)
-    if verdict.cause in BOUND_CAUSES:
-        picked, scope = list(range(min(1, len(nodes)))), "the node it is bound to"
-    else:
-        picked = [i for i, outcome in enumerate(outcomes) if outcome not in _RULED_OUT]
-        scope = "nodes it could use, worst first"
-        if not picked:
-            picked = [i for i, outcome in enumerate(outcomes)
-                      if outcome == Cause.TAINT_UNTOLERATED]
-            scope = "nodes its selector matches, all tainted"
-        if not picked:
-            scope = ("no node matches its selector" if nodes or verdict.nodes_omitted
-                     else "no node to show")
-    # Under binpack the highest score wins, under spread the lowest: worst is the other end.
-    sign = -1.0 if verdict.score_policy == "spread" else 1.0
-
-    def worst_first(i: int) -> tuple[bool, int, float, str]:
-        outcome, score = outcomes[i], scores[i]
-        rank = CAUSE_ORDER[Cause(outcome)] if outcome in _CAUSE_WORDS else _DEVICE_RANK
-        return (outcome == FIT, rank, -math.inf if score is None else sign * score, names[i])
-
-    shown = [nodes[i] for i in heapq.nsmallest(limit, picked, key=worst_first)]
-    counted = Counter(outcomes)
+    columns = report_columns(verdict.nodes)
+    scope, places = relevant_places(verdict, columns, limit)
+    shown = [verdict.nodes[i] for i in places]
+    counted = Counter(columns.outcomes)
     counted.subtract(node.outcome for node in shown)
     counted.update(verdict.nodes_omitted)
     others: Counter[str] = Counter()
@@ -94,14 +73,32 @@ def relevant_nodes(verdict: Verdict, limit: int = MAX_DEVICE_NODES) -> RelevantN
     return RelevantNodes(scope, shown, dict(others))
 
 
-def report_columns(nodes: Sequence[NodeReport]
-             ) -> tuple[Sequence[str], Sequence[str], Sequence[float | None]]:
-    """The reports' names, outcomes and scores, in their order, no report made."""
-    if isinstance(nodes, NodeReports):
-        table, order = nodes.table, nodes.order
-        return (list(map(table.names.__getitem__, order)), nodes.outcomes(),
-                list(map(table.scores.__getitem__, order)))
-    return ([n.name for n in nodes], [n.outcome for n in nodes], [n.score for n in nodes])
+def relevant_places(verdict: Verdict, columns: ReportColumns,
+                    limit: int = MAX_DEVICE_NODES) -> tuple[str, list[int]]:
+    """``relevant_nodes``' scope, and the places of the nodes it lists in the answer's
+    order (``columns``: the answer's reports')."""
+    names, outcomes, scores = columns
+    if verdict.cause in BOUND_CAUSES:
+        picked, scope = list(range(min(1, len(names)))), "the node it is bound to"
+    else:
+        picked = [i for i, outcome in enumerate(outcomes) if outcome not in _RULED_OUT]
+        scope = "nodes it could use, worst first"
+        if not picked:
+            picked = [i for i, outcome in enumerate(outcomes)
+                      if outcome == Cause.TAINT_UNTOLERATED]
+            scope = "nodes its selector matches, all tainted"
+        if not picked:
+            scope = ("no node matches its selector" if names or verdict.nodes_omitted
+                     else "no node to show")
+    # Under binpack the highest score wins, under spread the lowest: worst is the other end.
+    sign = -1.0 if verdict.score_policy == "spread" else 1.0
+
+    def worst_first(i: int) -> tuple[bool, int, float, str]:
+        outcome, score = outcomes[i], scores[i]
+        rank = CAUSE_ORDER[Cause(outcome)] if outcome in _CAUSE_WORDS else _DEVICE_RANK
+        return (outcome == FIT, rank, -math.inf if score is None else sign * score, names[i])
+
+    return scope, heapq.nsmallest(limit, picked, key=worst_first)
 
 
 def _counted_outcome(outcome: str) -> str:

@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bot.answer.devices import relevant_nodes, report_columns
-from scoring.verdict import Verdict
+from bot.answer.devices import relevant_places
+from scoring.verdict import Verdict, report_columns
 from triage.vocabulary import FIT, NODE_UNREGISTERED, Cause
 
 KEEP_EVERY_NODE = 1000
@@ -55,9 +55,9 @@ def kept_verdict(verdict: Verdict) -> Verdict:
     nodes = verdict.nodes
     if len(nodes) <= KEEP_EVERY_NODE:
         return verdict
-    names, outcomes, _ = report_columns(nodes)
-    shown = {report.name for report in relevant_nodes(verdict).shown}
-    places = {i for i, name in enumerate(names) if name in shown}
+    columns = report_columns(nodes)
+    outcomes = columns.outcomes
+    places = set(relevant_places(verdict, columns)[1])
     places.update(_implicated(verdict, outcomes)[:IMPLICATED_KEPT])
     kept = [nodes[i] for i in sorted(places)]
     omitted = Counter(outcomes)
